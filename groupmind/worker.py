@@ -1,0 +1,160 @@
+"""Runs memory jobs from the durable queue through the memory graph.
+
+Each job is one graph run on thread = request id, checkpointed with ``durability="sync"``
+so a process killed mid-run resumes at the step that did not finish. A model, embedding or
+Chroma error leaves the job queued with its error and a retry time (exponential backoff);
+after ``job_max_attempts`` it is marked ``failed`` and kept for an operator.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from langgraph.graph.state import CompiledStateGraph
+
+from groupmind.settings import Settings
+from nodes.deps import Deps
+from nodes.memory import VARIANTS
+from nodes.memory.intake import validate_job
+from nodes.variants import resolve_all
+from state.context import Context
+from state.memory import MemoryJob
+from state.validation import InputError
+from stores.base import JobQueue, JobRow
+
+log = logging.getLogger("groupmind.worker")
+
+
+@dataclass
+class Outcome:
+    request_id: str
+    status: Literal["stored", "degraded", "failed"]
+    text: str = ""
+    attempts: int = 0
+    profile: str = ""
+    offending: list[str] | None = None  # what the gate found last
+    error: str | None = None
+    retry_at: float | None = None  # failed but queued again
+
+    def as_json(self) -> dict[str, Any]:
+        out = {k: v for k, v in asdict(self).items() if v not in (None, "")}
+        out.setdefault("text", self.text)
+        out.setdefault("attempts", self.attempts)
+        return out
+
+
+class MemoryWorker:
+    def __init__(
+        self,
+        graph: CompiledStateGraph[Any, Any, Any, Any],
+        jobs: JobQueue,
+        deps: Deps,
+        settings: Settings,
+        *,
+        context: Context | None = None,
+        worker_id: str | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.graph = graph
+        self.jobs = jobs
+        self.deps = deps
+        self.settings = settings
+        base = context or Context()
+        # Resolve every slot's variant once, so the run metadata names the exact arm.
+        self.context = Context(
+            persona_id=base.persona_id,
+            variants=resolve_all(VARIANTS, base, deps),
+            max_gate_attempts=settings.max_gate_attempts,
+            auto_top_k=base.auto_top_k,
+        )
+        self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
+        self.clock = clock
+
+    def submit(self, raw: dict[str, Any]) -> MemoryJob:
+        """Validate and queue a job; raises InputError (nothing queued) for a bad one."""
+        if not isinstance(raw, dict):
+            raise InputError("job", f"must be a JSON object, got {type(raw).__name__}")
+        job = validate_job(raw, self.deps)
+        self.jobs.enqueue(job.request_id, job.model_dump(mode="json"))
+        return job
+
+    def run_next(self, request_id: str | None = None) -> Outcome | None:
+        row = self.jobs.claim(
+            self.worker_id, lease_s=self.settings.job_lease_s, request_id=request_id
+        )
+        return None if row is None else self.run(row)
+
+    def run(self, row: JobRow) -> Outcome:
+        config: Any = {
+            "configurable": {"thread_id": row.request_id},
+            "run_name": "memory",
+            "metadata": {"request_id": row.request_id, "variants": dict(self.context.variants)},
+        }
+        try:
+            pending = self.graph.get_state(config).next
+            # A run that stopped mid-way (error or kill -9) resumes at the unfinished step.
+            out = self.graph.invoke(
+                None if pending else row.payload,
+                config,
+                context=self.context,
+                durability="sync",
+            )
+        except InputError as exc:  # the payload itself is bad: retrying cannot help
+            self.jobs.fail(row.request_id, str(exc), retry_at=None)
+            return Outcome(row.request_id, "failed", error=str(exc), attempts=row.attempts)
+        except Exception as exc:  # noqa: BLE001 - any failure is recorded on the job
+            return self._failed(row, exc)
+        outcome = Outcome(
+            request_id=row.request_id,
+            status=out.get("status", "stored"),
+            text=out.get("text", ""),
+            attempts=out.get("attempts", 0),
+            profile=out.get("profile", ""),
+            offending=out.get("offending") or None,
+        )
+        self.jobs.complete(row.request_id, outcome.as_json())
+        return outcome
+
+    def _failed(self, row: JobRow, exc: Exception) -> Outcome:
+        error = f"{type(exc).__name__}: {exc}"
+        retry_at = None
+        if row.attempts < self.settings.job_max_attempts:
+            delay = min(
+                self.settings.job_backoff_base_s * 2 ** (row.attempts - 1),
+                self.settings.job_backoff_max_s,
+            )
+            retry_at = self.clock() + delay * random.uniform(0.8, 1.2)  # jitter
+        self.jobs.fail(row.request_id, error, retry_at=retry_at)
+        log.warning("memory job %s failed (attempt %d): %s", row.request_id, row.attempts, error)
+        return Outcome(
+            row.request_id, "failed", error=error, retry_at=retry_at, attempts=row.attempts
+        )
+
+    def drain(self, on_done: Callable[[Outcome], None] | None = None) -> list[Outcome]:
+        """Run every job that is due now, then return."""
+        done = []
+        while (outcome := self.run_next()) is not None:
+            done.append(outcome)
+            if on_done:
+                on_done(outcome)
+        return done
+
+    def run_ids(self, ids: Iterable[str]) -> Iterable[Outcome]:
+        for request_id in ids:
+            outcome = self.run_next(request_id)
+            if outcome is not None:
+                yield outcome
+
+    def serve(self, stop: threading.Event, poll_s: float = 1.0) -> None:
+        """Poll the queue until ``stop`` is set (``groupmind worker``)."""
+        while not stop.is_set():
+            if self.run_next() is None:
+                stop.wait(poll_s)

@@ -1,0 +1,297 @@
+"""The rules historian: rewrite one speaker's text into absolute form, offline.
+
+First person becomes the speaker, second person the addressee, relative dates an absolute
+date computed from the job's own timestamp (in its offset's local time), and here/这里 the
+chat. Third-person pronouns are left alone: resolving them needs a model, and the quality
+gate will flag them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+
+from groupmind.text import has_cjk
+from nodes.memory.lexicon import (
+    EN_FIRST,
+    EN_FIRST_PLURAL,
+    EN_PLACE,
+    EN_SECOND,
+    EN_TIME,
+    WEEKDAYS,
+    ZH_FIRST,
+    ZH_FIRST_PLURAL,
+    ZH_PLACE,
+    ZH_SECOND,
+    ZH_SECOND_PLURAL,
+    ZH_TIME,
+    _free,
+    protected_spans,
+    zh_pronoun_tokens,
+)
+
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+          "September", "October", "November", "December")  # fmt: skip
+ZH_DIGITS = {
+    "零": 0,
+    "一": 1,
+    "二": 2,
+    "两": 2,
+    "三": 3,
+    "四": 4,
+    "五": 5,
+    "六": 6,
+    "七": 7,
+    "八": 8,
+    "九": 9,
+}
+EN_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+              "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}  # fmt: skip
+ZH_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
+_LEADING_PREPOSITION = re.compile(r"^(?:on|in|at|as of) ")
+_PREPOSITION = re.compile(
+    r"\b(?:since|until|till|from|before|after|by|of|for|than|to|in|at|on|into|near|around)\s+$",
+    re.I,
+)
+
+
+@dataclass(frozen=True)
+class Scene:
+    """Who and where the relative words point at, for one speaker's text."""
+
+    when: datetime
+    speaker: str
+    addressee: str
+    place_zh: str
+    place_en: str
+    names: tuple[str, ...] = field(default_factory=tuple)
+
+
+# --- dates --------------------------------------------------------------------------------
+
+
+def zh_date(d: date) -> str:
+    return f"{d.year}年{d.month}月{d.day}日"
+
+
+def en_date(d: date) -> str:
+    return f"{d.day} {MONTHS[d.month - 1]} {d.year}"
+
+
+def _month_shift(d: date, months: int) -> date:
+    index = d.year * 12 + d.month - 1 + months
+    return date(index // 12, index % 12 + 1, 1)
+
+
+def _week_start(d: date, weeks: int = 0) -> date:
+    return d - timedelta(days=d.weekday()) + timedelta(weeks=weeks)
+
+
+def _zh_number(text: str) -> int:
+    if text.isdigit():
+        return int(text)
+    if text.startswith("十"):
+        return 10 + (ZH_DIGITS.get(text[1:], 0) if len(text) > 1 else 0)
+    if "十" in text:
+        tens, _, ones = text.partition("十")
+        return ZH_DIGITS.get(tens, 1) * 10 + (ZH_DIGITS.get(ones, 0) if ones else 0)
+    return ZH_DIGITS.get(text, 1)
+
+
+_ZH_DAY_OFFSET = {"大前天": -3, "前天": -2, "昨天": -1, "昨日": -1, "今天": 0, "今日": 0,
+                  "明天": 1, "明日": 1, "后天": 2, "大后天": 3}  # fmt: skip
+_ZH_DAYPART = {
+    "昨晚": (-1, "晚上"), "昨夜": (-1, "夜里"), "今晚": (0, "晚上"), "今夜": (0, "夜里"),
+    "明晚": (1, "晚上"), "今早": (0, "早上"), "今晨": (0, "早上"), "明早": (1, "早上"),
+}  # fmt: skip
+_ZH_YEAR = {"前年": -2, "去年": -1, "今年": 0, "明年": 1, "后年": 2}
+_ZH_NUMERIC = re.compile(
+    r"([一二两三四五六七八九十\d]+)(天|日|周|个星期|个礼拜|个月|年)(以前|之前|前|以后|之后|后)"
+)
+_ZH_WEEK = re.compile(r"(上|下|这|本)个?(?:周|星期|礼拜)([一二三四五六日天末]?)")
+
+
+def zh_time(word: str, now: datetime) -> str:
+    today = now.date()
+    if word in _ZH_DAY_OFFSET:
+        return zh_date(today + timedelta(days=_ZH_DAY_OFFSET[word]))
+    if word in _ZH_DAYPART:
+        days, part = _ZH_DAYPART[word]
+        return zh_date(today + timedelta(days=days)) + part
+    if word in _ZH_YEAR:
+        return f"{today.year + _ZH_YEAR[word]}年"
+    if word in ("上个月", "上月", "下个月", "下月", "这个月", "本月"):
+        d = _month_shift(today, -1 if word[0] == "上" else 1 if word[0] == "下" else 0)
+        return f"{d.year}年{d.month}月"
+    if word in ("刚才", "刚刚", "方才"):
+        return f"{zh_date(today)}{now:%H:%M}前后"
+    if word in ("前几天", "几天前"):
+        return f"{zh_date(today)}之前几天"
+    if word in ("这几天", "最近", "近来", "近日"):
+        return f"{zh_date(today)}前后"
+    if word in ("现在", "目前", "此刻", "如今"):
+        return f"{zh_date(today)}时"
+    if m := _ZH_WEEK.fullmatch(word):
+        weeks = {"上": -1, "下": 1}.get(m.group(1), 0)
+        monday = _week_start(today, weeks)
+        if m.group(2) == "末":
+            saturday = monday + timedelta(days=5)
+            return f"{zh_date(saturday)}至{(saturday + timedelta(days=1)).day}日周末"
+        if m.group(2):
+            return zh_date(monday + timedelta(days=ZH_WEEKDAY[m.group(2)]))
+        return f"{zh_date(monday)}那一周"
+    if m := _ZH_NUMERIC.fullmatch(word):
+        n, unit, direction = _zh_number(m.group(1)), m.group(2), m.group(3)
+        sign = -1 if "前" in direction else 1
+        if unit in ("天", "日"):
+            return zh_date(today + timedelta(days=sign * n))
+        if unit in ("周", "个星期", "个礼拜"):
+            return f"{zh_date(today + timedelta(weeks=sign * n))}前后"
+        if unit == "个月":
+            d = _month_shift(today, sign * n)
+            return f"{d.year}年{d.month}月"
+        return f"{today.year + sign * n}年"
+    return word
+
+
+def en_time(phrase: str, now: datetime) -> str:
+    """An absolute phrase that can stand where the relative one stood ("on 7 May 2023")."""
+    p, today = phrase.lower(), now.date()
+    simple = {"the day before yesterday": -2, "yesterday": -1, "today": 0, "tomorrow": 1,
+              "the day after tomorrow": 2}  # fmt: skip
+    if p in simple:
+        return f"on {en_date(today + timedelta(days=simple[p]))}"
+    if p in ("tonight", "last night"):
+        return f"on the night of {en_date(today - timedelta(days=p == 'last night'))}"
+    if p.startswith("this ") and p[5:] in ("morning", "afternoon", "evening"):
+        return f"on the {p[5:]} of {en_date(today)}"
+    if p == "just now":
+        return f"at {now:%H:%M} on {en_date(today)}"
+    if p in ("right now", "these days", "nowadays"):
+        return f"as of {en_date(today)}"
+    if p in ("recently", "lately", "the other day"):
+        return f"in the days before {en_date(today)}"
+    which, _, unit = p.partition(" ")
+    if unit in WEEKDAYS:
+        target = WEEKDAYS.index(unit)
+        if which == "last":
+            back = (today.weekday() - target) % 7 or 7
+            d = today - timedelta(days=back)
+        elif which in ("next", "coming"):
+            d = today + timedelta(days=(target - today.weekday()) % 7 or 7)
+        else:
+            d = _week_start(today) + timedelta(days=target)
+        return f"on {unit.capitalize()}, {en_date(d)}"
+    if which in ("last", "next", "this", "coming") and unit in ("weekend", "week", "month", "year"):
+        step = {"last": -1, "next": 1, "coming": 1}.get(which, 0)
+        if unit == "weekend":
+            saturday = _week_start(today, step) + timedelta(days=5)
+            return f"on the weekend of {en_date(saturday)}"
+        if unit == "week":
+            return f"in the week of {en_date(_week_start(today, step))}"
+        if unit == "month":
+            d = _month_shift(today, step)
+            return f"in {MONTHS[d.month - 1]} {d.year}"
+        return f"in {today.year + step}"
+    if p.endswith(" ago"):
+        amount, unit = p[: -len(" ago")].rsplit(" ", 1)
+        unit = unit.rstrip("s")
+        vague = amount in ("a few", "a couple of", "couple of", "several")
+        n = EN_NUMBERS.get(amount, int(amount) if amount.isdigit() else 1)
+        if vague:
+            return f"a few {unit}s before {en_date(today)}"
+        if unit == "day":
+            return f"on {en_date(today - timedelta(days=n))}"
+        if unit == "week":
+            return f"around {en_date(today - timedelta(weeks=n))}"
+        if unit == "month":
+            d = _month_shift(today, -n)
+            return f"in {MONTHS[d.month - 1]} {d.year}"
+        return f"in {today.year - n}"
+    return phrase
+
+
+# --- pronouns and places ------------------------------------------------------------------
+
+
+def _en_pronoun(word: str, scene: Scene) -> str:
+    w = word.replace("’", "'")
+    lower = w.lower()
+    head, _, tail = lower.partition("'")
+    if head in ("i", "me", "myself") or (head == "i" and tail):
+        who = scene.speaker
+        return who + {"m": " is", "ve": " has", "d": " would", "ll": " will"}.get(tail, "")
+    if head in ("my", "mine"):
+        return f"{scene.speaker}'s"
+    if head in ("we", "us", "ourselves"):
+        who = f"{scene.speaker} and others"
+        return who + {"re": " are", "ve": " have", "d": " would", "ll": " will"}.get(tail, "")
+    if head in ("our", "ours"):
+        return f"{scene.speaker}'s"
+    if head in ("your", "yours"):
+        return f"{scene.addressee}'s"
+    return scene.addressee + {"re": " is", "ve": " has", "d": " would", "ll": " will"}.get(tail, "")
+
+
+def _zh_pronoun(pronoun: str, scene: Scene) -> str:
+    if pronoun in ZH_FIRST:
+        return scene.speaker
+    if pronoun in ZH_FIRST_PLURAL:
+        return f"{scene.speaker}等人"
+    if pronoun in ZH_SECOND:
+        return scene.addressee
+    if pronoun in ZH_SECOND_PLURAL:
+        return f"{scene.addressee}等人"
+    return pronoun  # third person: left for the gate
+
+
+def absolutize(text: str, scene: Scene) -> str:
+    """Replace every relative word the rules can resolve; leave the rest as written."""
+    spans = protected_spans(text, scene.names)
+    edits: list[tuple[int, int, str, bool]] = []  # start, end, replacement, is a phrase
+
+    def add(start: int, end: int, replacement: str, phrase: bool = False) -> None:
+        if _free(start, end, spans) and all(end <= s or start >= e for s, e, _, _ in edits):
+            edits.append((start, end, replacement, phrase))
+
+    def each(pattern: re.Pattern[str], fn: Callable[[str], str], phrase: bool = False) -> None:
+        for m in pattern.finditer(text):
+            add(m.start(), m.end(), fn(m.group(0)), phrase)
+
+    each(ZH_TIME, lambda w: zh_time(w, scene.when))
+    each(ZH_PLACE, lambda _: scene.place_zh)
+    each(EN_TIME, lambda w: en_time(w, scene.when), phrase=True)
+    each(EN_PLACE, lambda _: f"in {scene.place_en}", phrase=True)
+    for pattern in (EN_FIRST, EN_FIRST_PLURAL, EN_SECOND):
+        each(pattern, lambda w: _en_pronoun(w, scene))
+    if has_cjk(text):
+        for start, end, pronoun in zh_pronoun_tokens(text):
+            replacement = _zh_pronoun(pronoun, scene)
+            if replacement != pronoun:
+                add(start, end, replacement)
+
+    out, cursor = [], 0
+    for start, end, replacement, phrase in sorted(edits):
+        if phrase and _PREPOSITION.search(text[:start]):  # "since yesterday": one preposition
+            replacement = _LEADING_PREPOSITION.sub("", replacement)
+        if phrase and _sentence_start(text, start):  # names keep their own spelling
+            replacement = replacement[:1].upper() + replacement[1:]
+        out += [text[cursor:start], replacement]
+        cursor = end
+    out.append(text[cursor:])
+    return _fix_agreement("".join(out), scene)
+
+
+def _sentence_start(text: str, index: int) -> bool:
+    head = text[:index].rstrip()
+    return not head or head[-1] in ".!?。！？\n"
+
+
+def _fix_agreement(text: str, scene: Scene) -> str:
+    """ "Caroline am" -> "Caroline is": only right after the names we put in."""
+    for name in {scene.speaker, scene.addressee}:
+        text = re.sub(rf"\b{re.escape(name)} am\b", f"{name} is", text)
+        text = re.sub(rf"\b{re.escape(name)} have\b", f"{name} has", text)
+    return text

@@ -1,0 +1,53 @@
+"""embed: upsert the event into the event store; the id is the request id, so running the
+same job twice leaves one document."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph import END
+
+from nodes.deps import Deps
+from state.context import Context
+from state.memory import MemoryJob, MemoryState
+from stores.base import EventRecord
+
+MAX_CONTEXT_CHARS = 300
+
+
+def reply_context(job: MemoryJob) -> str:
+    """The last message from someone else before this exchange: what the user answered."""
+    for message in reversed(job.recent_messages):
+        if message.user_id != job.user_id and message.user_name != job.user_name:
+            return f"{message.user_name}: {message.content}"[:MAX_CONTEXT_CHARS]
+    return ""
+
+
+def event_for(state: MemoryState) -> EventRecord:
+    job = MemoryJob.model_validate(state["job"])
+    return EventRecord(
+        id=job.request_id,
+        text=state["text"],
+        timestamp=job.when.timestamp(),
+        user_id=job.user_id,
+        user_name=job.user_name,
+        chat_type=job.chat_type,
+        chat_id=job.scope_chat_id,
+        chat_name=job.chat_name or "",
+        persona_id=job.persona_id,
+        degraded=bool(state.get("degraded")),
+        context=reply_context(job),
+    )
+
+
+def embed(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
+    event = event_for(state)
+    deps.events.upsert(event)
+    return {"status": "degraded" if event.degraded else "stored"}
+
+
+def route_after_embed(state: MemoryState) -> str:
+    return "merge_profile" if state["job"].get("new_info") else END
+
+
+VARIANTS = {"embed": {"default": embed}}

@@ -1,0 +1,45 @@
+"""intake: validate the memory job and reset the run's working fields.
+
+A bad job fails here, with a message naming the field, before anything is written.
+A thread that ran before (the same request id submitted again) starts clean.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from nodes.deps import Deps
+from state.context import Context
+from state.memory import MemoryJob, MemoryState
+from state.validation import InputError, describe_validation_error
+
+
+def validate_job(raw: dict[str, Any], deps: Deps) -> MemoryJob:
+    try:
+        return MemoryJob.model_validate(
+            raw, context={"tz": deps.tz, "max_text_chars": deps.max_text_chars}
+        )
+    except ValidationError as exc:
+        raise InputError("job", describe_validation_error(exc)) from None
+
+
+JOB_FIELDS = tuple(MemoryJob.model_fields)
+
+
+def intake(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
+    raw = {k: v for k, v in state.items() if k in JOB_FIELDS}
+    job = validate_job(raw, deps)
+    return {
+        "job": job.model_dump(mode="json"),
+        "persona_name": deps.persona_name(job.persona_id),
+        "text": "",
+        "attempts": 0,
+        "offending": [],
+        "degraded": False,
+        "profile": "",
+    }
+
+
+VARIANTS = {"intake": {"default": intake}}

@@ -1,0 +1,159 @@
+"""Relative words the historian must resolve (seed 003 §4.2 step 3, extended): pronouns,
+relative times and relative places, Chinese and English.
+
+One table serves both the rules rewrite (which replaces what it can) and the quality gate
+(which flags what is left), so the two cannot drift apart. Quoted text and known names are
+protected: nothing inside them is flagged or replaced.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from groupmind.text import tokenize_with_offsets
+
+Kind = Literal["pronoun", "time", "place"]
+
+# Longest first: a token is checked for these prefixes (jieba keeps 其他/自我介绍 whole,
+# so a pronoun inside a word is never seen as one).
+ZH_PRONOUNS = (
+    "我们",
+    "咱们",
+    "你们",
+    "您们",
+    "他们",
+    "她们",
+    "它们",
+    "我",
+    "咱",
+    "俺",
+    "你",
+    "您",
+    "他",
+    "她",
+    "它",
+)
+ZH_FIRST = {"我", "咱", "俺"}
+ZH_FIRST_PLURAL = {"我们", "咱们"}
+ZH_SECOND = {"你", "您"}
+ZH_SECOND_PLURAL = {"你们", "您们"}
+ZH_NOT_PRONOUN = {"你好", "您好", "你们好", "我行我素", "它山之石"}
+
+ZH_TIME = re.compile(
+    r"大前天|前天|昨天|昨日|今天|今日|明天|明日|后天|大后天"
+    r"|昨晚|今晚|明晚|昨夜|今夜|今早|明早|今晨"
+    r"|(?:上|下|这|本)个?(?:周|星期|礼拜)[一二三四五六日天末]?"
+    r"|上个?月|下个?月|这个月|本月"
+    r"|去年|今年|明年|前年|后年"
+    r"|刚才|刚刚|方才"
+    # "3天前", but not the "16日前后" of an absolute date the rewrite wrote
+    r"|(?<![\d月年])[一二两三四五六七八九十\d]+(?:天|日|周|个星期|个礼拜|个月|年)"
+    r"(?:以前|之前|前|以后|之后|后)(?!后)"
+    r"|前几天|几天前|这几天|最近|近来|近日|现在|目前|此刻|如今"
+)
+ZH_PLACE = re.compile(r"这里|这儿|这边|此处|那里|那儿|那边|本群")
+
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_NUM = (
+    r"(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d+"
+    r"|a few|a couple of|couple of|several)"
+)
+EN_TIME = re.compile(
+    r"\b(?:the day before yesterday|the day after tomorrow|yesterday|today|tomorrow|tonight"
+    r"|last night|this (?:morning|afternoon|evening)"
+    rf"|(?:last|next|this|coming) (?:{'|'.join(WEEKDAYS)}|weekend|week|month|year)"
+    rf"|{_NUM} (?:days?|weeks?|months?|years?) ago"
+    r"|just now|right now|recently|lately|the other day|these days|nowadays)\b",
+    re.IGNORECASE,
+)
+# "there" as a place, not "there is ..." / "hi there".
+EN_PLACE = re.compile(
+    r"(?<!\bhi )(?<!\bhey )(?<!\bhello )\b(?:here|there)\b"
+    r"(?!['’]s|\s+(?:is|are|was|were|will|would|has|have|had|might|may|must|should|could"
+    r"|can|seems?|seemed|used|isn['’]t|aren['’]t|wasn['’]t|weren['’]t|be|been)\b)",
+    re.IGNORECASE,
+)
+EN_FIRST = re.compile(r"\b(?:I(?:['’](?:m|ve|d|ll))?|i|me|my|mine|myself)\b")
+EN_FIRST_PLURAL = re.compile(
+    r"\b(?:we(?:['’](?:re|ve|d|ll))?|us|our|ours|ourselves)\b", re.IGNORECASE
+)
+EN_SECOND = re.compile(
+    r"\b(?:you(?:['’](?:re|ve|d|ll))?|your|yours|yourself|yourselves)\b", re.IGNORECASE
+)
+EN_THIRD = re.compile(
+    r"\b(?:he|she|him|her|his|hers|himself|herself|they|them|their|theirs|themselves)"
+    r"(?:['’](?:s|re|ve|d|ll))?\b",
+    re.IGNORECASE,
+)
+_PATTERNS: tuple[tuple[re.Pattern[str], Kind], ...] = (
+    (ZH_TIME, "time"),
+    (EN_TIME, "time"),
+    (ZH_PLACE, "place"),
+    (EN_PLACE, "place"),
+)
+_QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"|「[^」]*」|『[^』]*』|《[^》]*》|‘[^’]*’")
+
+
+@dataclass(frozen=True)
+class Found:
+    start: int
+    end: int
+    text: str
+    kind: Kind
+
+
+def protected_spans(text: str, names: Iterable[str]) -> list[tuple[int, int]]:
+    """Quotes and every occurrence of a known name: left exactly as written."""
+    spans = [m.span() for m in _QUOTED.finditer(text)]
+    for name in {n for n in names if n}:
+        start = text.find(name)
+        while start != -1:
+            spans.append((start, start + len(name)))
+            start = text.find(name, start + len(name))
+    return spans
+
+
+def _free(start: int, end: int, spans: list[tuple[int, int]]) -> bool:
+    return all(end <= s or start >= e for s, e in spans)
+
+
+def zh_pronoun_tokens(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, pronoun) for tokens that begin with a pronoun (我家 -> 我, 他们 -> 他们)."""
+    found = []
+    for word, start, _ in tokenize_with_offsets(text):
+        if word in ZH_NOT_PRONOUN:
+            continue
+        for pronoun in ZH_PRONOUNS:
+            if word.startswith(pronoun):
+                found.append((start, start + len(pronoun), pronoun))
+                break
+    return found
+
+
+def find_relative(text: str, names: Iterable[str] = ()) -> list[Found]:
+    """Every pronoun, relative time and relative place outside quotes and names."""
+    spans = protected_spans(text, names)
+    found: list[Found] = []
+
+    def add(start: int, end: int, kind: Kind) -> None:
+        if _free(start, end, spans) and all(end <= f.start or start >= f.end for f in found):
+            found.append(Found(start, end, text[start:end], kind))
+
+    for pattern, kind in (
+        (ZH_TIME, "time"),
+        (EN_TIME, "time"),
+        (ZH_PLACE, "place"),
+        (EN_PLACE, "place"),
+    ):
+        for m in pattern.finditer(text):
+            add(m.start(), m.end(), kind)  # type: ignore[arg-type]
+    for pattern in (EN_FIRST, EN_FIRST_PLURAL, EN_SECOND, EN_THIRD):
+        for m in pattern.finditer(text):
+            add(m.start(), m.end(), "pronoun")
+    if any("\u4e00" <= ch <= "\u9fff" for ch in text):
+        for start, end, _ in zh_pronoun_tokens(text):
+            add(start, end, "pronoun")
+    return sorted(found, key=lambda f: f.start)

@@ -1,0 +1,164 @@
+"""What every profile-merge variant shares: the current rows, the merge rules the seeds
+fix (key facts replace older ones of the same type; affection moves by at most ±0.03 per
+job; the stage follows the score bands), and the read-compute-write loop that retries on
+a concurrent write."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from nodes.deps import Deps
+from state.memory import MemoryJob
+from stores.base import (
+    KEY_FACT_TYPES,
+    Profile,
+    ProfileChange,
+    ProfileConflict,
+    Relationship,
+    stage_for,
+)
+
+MAX_AFFECTION_STEP = 0.03  # seed 000: affection_change within ±0.03 per update
+MAX_IMPRESSION_CHARS = 500  # seed 000: 200-500 characters
+MAX_OTHER_FACTS = 10
+MAX_MERGE_TRIES = 12
+
+
+class MalformedProfile(ValueError):
+    """The model's profile output failed validation: skip the update, keep the event."""
+
+
+@dataclass
+class Current:
+    relationship: Relationship | None
+    user_profile: Profile | None
+    group_profile: Profile | None
+
+
+def merge_key_facts(old: list[dict[str, str]], new: list[dict[str, str]]) -> list[dict[str, str]]:
+    """A new fact replaces the old fact of its type; ``other`` facts accumulate (bounded)."""
+    merged = [dict(f) for f in old]
+    for fact in new:
+        kind, value = fact.get("type", "other"), fact.get("value", "").strip()
+        if kind not in KEY_FACT_TYPES or not value:
+            continue
+        if kind == "other":
+            if all(f["value"] != value for f in merged if f["type"] == "other"):
+                merged.append({"type": "other", "value": value})
+            others = [f for f in merged if f["type"] == "other"]
+            if len(others) > MAX_OTHER_FACTS:
+                merged.remove(others[0])
+        else:
+            merged = [f for f in merged if f["type"] != kind] + [{"type": kind, "value": value}]
+    return merged
+
+
+def bounded_score(score: float, change: float) -> float:
+    step = max(-MAX_AFFECTION_STEP, min(MAX_AFFECTION_STEP, change))
+    return round(max(0.0, min(1.0, score + step)), 4)
+
+
+def trim_impression(text: str, limit: int = MAX_IMPRESSION_CHARS) -> str:
+    """Keep the newest lines within the limit (an impression is a portrait, not a log)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    while len(lines) > 1 and len("\n".join(lines)) > limit:
+        lines.pop(0)
+    return "\n".join(lines)[-limit:]
+
+
+def unique(items: list[str], limit: int) -> list[str]:
+    return list(dict.fromkeys(i.strip() for i in items if i and i.strip()))[-limit:]
+
+
+def base_relationship(job: MemoryJob, current: Relationship | None) -> Relationship:
+    """The relationship as it stands, with this job's name and times folded in."""
+    ts = job.when.timestamp()
+    if current is None:
+        return Relationship(user_id=job.user_id, user_name=job.user_name, first_met_time=ts)
+    aliases = list(current.aliases)
+    if current.user_name != job.user_name:
+        aliases = unique([*aliases, current.user_name], 20)
+    return Relationship(
+        user_id=current.user_id,
+        user_name=job.user_name,
+        aliases=[a for a in aliases if a != job.user_name],
+        impression_text=current.impression_text,
+        key_facts=list(current.key_facts),
+        preference_keywords=list(current.preference_keywords),
+        relationship_score=current.relationship_score,
+        relationship_stage=current.relationship_stage,
+        first_met_time=min(t for t in (current.first_met_time, ts) if t is not None),
+        last_impression_update=current.last_impression_update,
+        version=current.version,
+    )
+
+
+def finish_relationship(rel: Relationship, affection_change: float, ts: float) -> Relationship:
+    rel.relationship_score = bounded_score(rel.relationship_score, affection_change)
+    rel.relationship_stage = stage_for(rel.relationship_score)
+    rel.impression_text = trim_impression(rel.impression_text)
+    rel.last_impression_update = ts
+    return rel
+
+
+Compute = Callable[[Current], ProfileChange]
+
+
+def apply_with_retry(deps: Deps, job: MemoryJob, compute: Compute) -> str:
+    """Read, compute, write if nobody wrote meanwhile; else read again. Returns what
+    happened: ``updated``, ``duplicate`` (this request was applied before) or
+    ``skipped: <why>`` (the model's output was malformed)."""
+    if deps.profiles.was_applied(job.request_id):
+        _reindex(deps, job)  # a crash may have come between the write and the index
+        return "duplicate"
+    for attempt in range(MAX_MERGE_TRIES):
+        current = Current(
+            relationship=deps.profiles.get_relationship(job.user_id),
+            user_profile=deps.profiles.get_profile("user", job.user_id),
+            group_profile=(
+                deps.profiles.get_profile("group", job.scope_chat_id)
+                if job.chat_type == "group"
+                else None
+            ),
+        )
+        try:
+            change = compute(current)
+        except MalformedProfile as exc:
+            return f"skipped: {exc}"
+        try:
+            applied = deps.profiles.apply(change)
+        except ProfileConflict:
+            time.sleep(random.uniform(0, 0.01 * (attempt + 1)))  # jitter
+            continue
+        if not applied:
+            return "duplicate"
+        _index(deps, current, change)
+        return "updated"
+    raise ProfileConflict(f"user {job.user_id}: gave up after {MAX_MERGE_TRIES} conflicting writes")
+
+
+def _reindex(deps: Deps, job: MemoryJob) -> None:
+    if deps.profile_index is None:
+        return
+    for kind, target in (("user", job.user_id), ("group", job.scope_chat_id)):
+        if kind == "group" and job.chat_type != "group":
+            continue
+        profile = deps.profiles.get_profile(kind, target)  # type: ignore[arg-type]
+        if profile is not None and profile.summary:
+            deps.profile_index.upsert_profile(profile)
+
+
+def _index(deps: Deps, before: Current, change: ProfileChange) -> None:
+    """Embed changed summaries for profile search (only when the summary text changed)."""
+    if deps.profile_index is None:
+        return
+    pairs = [
+        (before.user_profile, change.user_profile),
+        (before.group_profile, change.group_profile),
+    ]
+    for old, new in pairs:
+        if new is not None and new.summary and (old is None or old.summary != new.summary):
+            deps.profile_index.upsert_profile(new)

@@ -1,0 +1,1 @@
+"""Graph state schemas, input models and reducers."""

@@ -1,0 +1,31 @@
+"""Per-run knobs for both graphs: names and numbers, never clients."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, kw_only=True)
+class Context:
+    """Passed as ``context=`` to ``invoke`` (or in the SDK's run ``context``).
+
+    ``variants`` picks a function per node slot, e.g. ``{"rewrite": "llm"}``; a slot not
+    named here takes the deployment's default (``llm`` when a chat model is configured,
+    else ``rules``).
+    """
+
+    persona_id: str = "default"
+    variants: Mapping[str, str] = field(default_factory=dict)
+    max_gate_attempts: int = 2
+    auto_top_k: int = 3
+
+
+def as_context(value: object) -> Context:
+    """The run's context as a Context, whether it came as one, as a dict (SDK), or not."""
+    if isinstance(value, Context):
+        return value
+    if isinstance(value, dict):
+        known = {k: v for k, v in value.items() if k in Context.__dataclass_fields__}
+        return Context(**known)
+    return Context()

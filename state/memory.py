@@ -1,0 +1,171 @@
+"""The memory job (DESIGN.md "Memory job", seed 003 §4.2) and the memory graph's state."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, TypedDict
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+)
+
+from state.reducers import merge_dicts
+from state.validation import as_id, context_limit, context_tz, parse_timestamp
+
+ChatType = Literal["group", "private"]
+MAX_RECENT_MESSAGES = 50
+
+
+class RecentMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    user_name: str = Field(min_length=1, max_length=128)
+    content: str = Field(max_length=4000)
+    user_id: str | None = None
+
+    @field_validator("user_id", mode="before")
+    @classmethod
+    def _id(cls, value: Any) -> str | None:
+        return None if value is None else as_id(value, "user_id")
+
+
+class MemoryJob(BaseModel):
+    """A validated memory job. Ids become strings, the timestamp an aware ISO string."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    request_id: str
+    action_summary: str
+    new_info: str
+    user_id: str
+    user_name: str = Field(min_length=1, max_length=128)
+    chat_type: ChatType
+    chat_id: str | None = Field(default=None, validate_default=True)
+    chat_name: str | None = Field(default=None, max_length=256)
+    persona_id: str = "default"
+    timestamp: str
+    recent_messages: list[RecentMessage] = Field(default_factory=list)
+
+    @field_validator("request_id", "user_id", "persona_id", mode="before")
+    @classmethod
+    def _ids(cls, value: Any) -> str:
+        return as_id(value, "id")
+
+    @field_validator("chat_id", mode="before")
+    @classmethod
+    def _chat_id(cls, value: Any, info: ValidationInfo) -> str | None:
+        chat_type, user_id = info.data.get("chat_type"), info.data.get("user_id")
+        chat_id = None if value is None or value == "" else as_id(value, "chat_id")
+        if chat_type == "group" and chat_id is None:
+            raise ValueError("missing (required for a group chat)")
+        if chat_type == "private" and user_id is not None:
+            if chat_id is None:
+                return str(user_id)  # DESIGN.md: in a private chat, chat_id is the user's id
+            if chat_id != user_id:
+                raise ValueError(
+                    f"a private chat's id is the user's id ({user_id!r}), got {chat_id!r}"
+                )
+        return chat_id
+
+    @field_validator("chat_type", mode="before")
+    @classmethod
+    def _chat_type(cls, value: Any) -> Any:
+        if value not in ("group", "private"):
+            raise ValueError(f"unknown chat type {value!r} (expected 'group' or 'private')")
+        return value
+
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _timestamp(cls, value: Any, info: ValidationInfo) -> str:
+        return parse_timestamp(value, context_tz(info)).isoformat()
+
+    @field_validator("action_summary", "new_info", mode="before")
+    @classmethod
+    def _text(cls, value: Any, info: ValidationInfo) -> str:
+        if not isinstance(value, str):
+            raise ValueError(f"must be a string, got {type(value).__name__}")
+        limit = context_limit(info, "max_text_chars", 4000)
+        if len(value) > limit:
+            raise ValueError(f"is {len(value)} characters, over the limit of {limit}")
+        text = value.strip()
+        if info.field_name == "new_info" and not text and not info.data.get("action_summary"):
+            raise ValueError("empty, and so is action_summary: nothing to remember")
+        return text
+
+    @field_validator("recent_messages", mode="before")
+    @classmethod
+    def _recent(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if isinstance(value, list) and len(value) > MAX_RECENT_MESSAGES:
+            raise ValueError(f"has {len(value)} messages, over the limit of {MAX_RECENT_MESSAGES}")
+        return value
+
+    @property
+    def scope_chat_id(self) -> str:
+        assert self.chat_id is not None  # set by _chat_id
+        return self.chat_id
+
+    @property
+    def when(self) -> datetime:
+        return datetime.fromisoformat(self.timestamp)
+
+    @property
+    def place(self) -> str:
+        """What 这里/here means in this job: the group's name, or the private chat."""
+        if self.chat_type == "group":
+            return self.chat_name or f"group {self.chat_id}"
+        return f"private chat with {self.user_name}"
+
+    @property
+    def place_zh(self) -> str:
+        if self.chat_type == "group":
+            return self.chat_name or f"群{self.chat_id}"
+        return f"与{self.user_name}的私聊"
+
+    @property
+    def raw_text(self) -> str:
+        """The job's own words, as stored when the rewrite cannot be trusted."""
+        return "\n".join(part for part in (self.action_summary, self.new_info) if part)
+
+
+class MemoryJobInput(TypedDict, total=False):
+    """What a caller sends to the memory graph: one memory job (DESIGN.md)."""
+
+    request_id: str
+    action_summary: str
+    new_info: str
+    user_id: str
+    user_name: str
+    chat_type: str
+    chat_id: str | None
+    chat_name: str | None
+    persona_id: str
+    timestamp: str | float
+    recent_messages: list[dict[str, Any]]
+
+
+class MemoryState(MemoryJobInput, total=False):
+    job: dict[str, Any]  # the validated MemoryJob, set by `rewrite`
+    persona_name: str
+    text: str  # the latest rewrite (or the raw text when degraded)
+    attempts: int  # rewrites done; the limit is Context.max_gate_attempts
+    offending: list[str]  # what the gate found in the latest rewrite
+    degraded: bool
+    status: Literal["stored", "degraded"]
+    profile: str  # what merge_profile did: "updated", "duplicate", "skipped: <why>"
+    variants: Annotated[dict[str, str], merge_dicts]  # slot -> variant that ran
+
+
+class MemoryOutput(TypedDict, total=False):
+    request_id: str
+    status: Literal["stored", "degraded"]
+    text: str
+    attempts: int
+    offending: list[str]
+    profile: str
+    variants: dict[str, str]

@@ -1,0 +1,67 @@
+"""A search request (CLI options or one line of ``search --batch``), validated."""
+
+from __future__ import annotations
+
+from datetime import tzinfo
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+
+from state.memory import ChatType
+from state.validation import (
+    InputError,
+    as_id,
+    context_tz,
+    describe_validation_error,
+    parse_timestamp,
+)
+from stores.base import EventQuery
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    query: str = Field(min_length=1, max_length=2000)
+    chat_type: ChatType
+    chat_id: str
+    user_id: str | None = None
+    persona: str | None = None
+    top_k: int = Field(default=5, ge=1, le=200)
+    time_from: float | None = Field(default=None, alias="from")
+    time_to: float | None = Field(default=None, alias="to")
+
+    @field_validator("chat_type", mode="before")
+    @classmethod
+    def _chat_type(cls, value: Any) -> Any:
+        if value not in ("group", "private"):
+            raise ValueError(f"unknown chat type {value!r} (expected 'group' or 'private')")
+        return value
+
+    @field_validator("chat_id", "user_id", "persona", mode="before")
+    @classmethod
+    def _ids(cls, value: Any) -> str | None:
+        return None if value is None else as_id(value, "id")
+
+    @field_validator("time_from", "time_to", mode="before")
+    @classmethod
+    def _time(cls, value: Any, info: ValidationInfo) -> float | None:
+        return None if value is None else parse_timestamp(value, context_tz(info)).timestamp()
+
+
+def build_query(raw: Any, tz: tzinfo) -> EventQuery:
+    if not isinstance(raw, dict):
+        raise InputError("query", f"must be a JSON object, got {type(raw).__name__}")
+    try:
+        req = SearchRequest.model_validate(raw, context={"tz": tz})
+    except ValidationError as exc:
+        raise InputError("search", describe_validation_error(exc)) from None
+    return EventQuery(
+        text=req.query,
+        chat_type=req.chat_type,
+        chat_id=req.chat_id,
+        persona_id=req.persona,
+        user_id=req.user_id,
+        top_k=req.top_k,
+        time_from=req.time_from,
+        time_to=req.time_to,
+    )

@@ -1,0 +1,1 @@
+"""Store protocols (``base``) and their backends: SQL (SQLAlchemy), Chroma, hybrid."""

@@ -1,0 +1,265 @@
+"""What the graphs need from storage, as small protocols. Backends: ``sql``, ``lexical``,
+``chroma``, ``hybrid``. The graphs never import a backend."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+ChatType = Literal["group", "private"]
+JobStatus = Literal["queued", "running", "done", "failed"]
+
+RELATIONSHIP_STAGES: tuple[tuple[float, str], ...] = (
+    # seed 000 §2.2: upper bound of each band (inclusive of the lower bound)
+    (0.2, "stranger"),
+    (0.4, "acquaintance"),
+    (0.6, "familiar"),
+    (0.75, "friend"),
+    (0.9, "close_friend"),
+    (1.01, "bestie"),
+)
+KEY_FACT_TYPES = ("birthday", "job", "location", "dream", "family", "pet", "other")
+
+
+def stage_for(score: float) -> str:
+    for upper, stage in RELATIONSHIP_STAGES:
+        if score < upper:
+            return stage
+    return RELATIONSHIP_STAGES[-1][1]
+
+
+# --- events -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class EventRecord:
+    """One event memory: the document is ``text``; its id is the memory job's request id."""
+
+    id: str
+    text: str
+    timestamp: float  # epoch seconds, so Chroma can filter ranges
+    user_id: str
+    user_name: str
+    chat_type: ChatType
+    chat_id: str
+    chat_name: str = ""
+    persona_id: str = "default"
+    degraded: bool = False
+    # The message this event answered, from the job's recent_messages. Indexed for keyword
+    # search ("yes, last week" is findable by the question's words), never shown as memory.
+    context: str = ""
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "timestamp": self.timestamp,
+            "user_id": self.user_id,
+            "user_name": self.user_name,
+            "chat_type": self.chat_type,
+            "chat_id": self.chat_id,
+            "chat_name": self.chat_name,
+            "persona_id": self.persona_id,
+            "degraded": self.degraded,
+            "context": self.context,
+        }
+
+    @classmethod
+    def from_metadata(cls, event_id: str, text: str, meta: dict[str, Any]) -> EventRecord:
+        return cls(
+            id=event_id,
+            text=text,
+            timestamp=float(meta["timestamp"]),
+            user_id=str(meta["user_id"]),
+            user_name=str(meta.get("user_name", "")),
+            chat_type=meta["chat_type"],
+            chat_id=str(meta["chat_id"]),
+            chat_name=str(meta.get("chat_name", "")),
+            persona_id=str(meta.get("persona_id", "default")),
+            degraded=bool(meta.get("degraded", False)),
+            context=str(meta.get("context", "")),
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class EventQuery:
+    """A search is always scoped to one chat: there is no way to build an unscoped one."""
+
+    text: str
+    chat_type: ChatType
+    chat_id: str
+    persona_id: str | None = None  # None: every persona (operator tools only)
+    user_id: str | None = None
+    top_k: int = 5
+    time_from: float | None = None
+    time_to: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.chat_type not in ("group", "private"):
+            raise ValueError(f"chat_type: unknown chat type {self.chat_type!r}")
+        if not self.chat_id:
+            raise ValueError("chat_id: a search needs the chat it is scoped to")
+        if not 1 <= self.top_k <= 200:
+            raise ValueError(f"top_k: must be between 1 and 200, got {self.top_k}")
+        if self.time_from is not None and self.time_to is not None:
+            if self.time_from > self.time_to:
+                raise ValueError("time range: from is after to")
+
+    def admits(self, event: EventRecord) -> bool:
+        """The scope and filters as a predicate: used to double-check every hit."""
+        return (
+            event.chat_type == self.chat_type
+            and event.chat_id == self.chat_id
+            and (self.persona_id is None or event.persona_id == self.persona_id)
+            and (self.user_id is None or event.user_id == self.user_id)
+            and (self.time_from is None or event.timestamp >= self.time_from)
+            and (self.time_to is None or event.timestamp <= self.time_to)
+        )
+
+
+@dataclass(frozen=True)
+class EventHit:
+    event: EventRecord
+    score: float
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.event.id,
+            "text": self.event.text,
+            "score": round(self.score, 6),
+            "metadata": self.event.metadata(),
+        }
+
+
+@runtime_checkable
+class EventStore(Protocol):
+    def upsert(self, event: EventRecord) -> None: ...
+    def search(self, query: EventQuery) -> list[EventHit]: ...
+    def get(self, ids: Sequence[str]) -> list[EventRecord]: ...
+    def count(self, chat_type: ChatType | None = None, chat_id: str | None = None) -> int: ...
+
+
+# --- people and groups --------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class Relationship:
+    """seed 000 §2: how the bot sees one user (shared by every persona)."""
+
+    user_id: str
+    user_name: str
+    aliases: list[str] = field(default_factory=list)
+    impression_text: str = ""
+    key_facts: list[dict[str, str]] = field(default_factory=list)  # [{"type", "value"}]
+    preference_keywords: list[str] = field(default_factory=list)
+    relationship_score: float = 0.0
+    relationship_stage: str = "stranger"
+    first_met_time: float | None = None
+    last_impression_update: float | None = None
+    version: int = 0  # optimistic concurrency: bumped by every write
+
+
+@dataclass(kw_only=True)
+class Profile:
+    """seed 003 §3.3-3.4: a user or group profile, summary + structured traits."""
+
+    kind: Literal["user", "group"]
+    target_id: str
+    name: str
+    summary: str = ""
+    traits: dict[str, Any] = field(default_factory=dict)
+    updated_at: float | None = None
+    version: int = 0
+
+
+@dataclass(kw_only=True)
+class ProfileChange:
+    """Everything one memory job changes about people and groups, applied atomically."""
+
+    request_id: str
+    relationship: Relationship
+    user_profile: Profile
+    group_profile: Profile | None = None
+
+
+class ProfileConflict(Exception):
+    """Someone else wrote the same user or group since it was read: read again, retry."""
+
+
+@runtime_checkable
+class ProfileStore(Protocol):
+    def get_relationship(self, user_id: str) -> Relationship | None: ...
+    def get_profile(self, kind: Literal["user", "group"], target_id: str) -> Profile | None: ...
+    def was_applied(self, request_id: str) -> bool: ...
+    def apply(self, change: ProfileChange) -> bool:
+        """Write the change if nobody wrote these rows since they were read (their
+        ``version``) and the request was not applied before. Returns False for a duplicate;
+        raises ProfileConflict on a concurrent write."""
+        ...
+
+
+@runtime_checkable
+class ProfileIndex(Protocol):
+    """Profile summaries embedded for "who does what" searches (seed 003 §3.4)."""
+
+    def upsert_profile(self, profile: Profile) -> None: ...
+    def search_profiles(
+        self, text: str, kind: Literal["user", "group"] | None = None, top_k: int = 5
+    ) -> list[tuple[Profile, float]]: ...
+
+
+# --- personas -----------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class Persona:
+    """seed 001 §1.1."""
+
+    persona_id: str
+    name: str
+    system_prompt: str = ""
+    begin_dialogs: list[str] = field(default_factory=list)
+
+
+@runtime_checkable
+class PersonaStore(Protocol):
+    def get_persona(self, persona_id: str) -> Persona | None: ...
+    def put_persona(self, persona: Persona) -> None: ...
+
+
+# --- the durable memory-job queue ---------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class JobRow:
+    request_id: str
+    payload: dict[str, Any]
+    status: JobStatus
+    attempts: int = 0
+    last_error: str | None = None
+    result: dict[str, Any] | None = None
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    next_attempt_at: float = 0.0
+
+
+@runtime_checkable
+class JobQueue(Protocol):
+    def enqueue(self, request_id: str, payload: dict[str, Any]) -> bool:
+        """Add a job; False when this request id is already queued, running or done."""
+        ...
+
+    def claim(self, worker: str, *, lease_s: float, request_id: str | None = None) -> JobRow | None:
+        """Take the next due job (or a running one whose lease ran out after a crash)."""
+        ...
+
+    def complete(self, request_id: str, result: dict[str, Any]) -> None: ...
+    def fail(self, request_id: str, error: str, *, retry_at: float | None) -> None:
+        """Record an error: back to ``queued`` until ``retry_at``, or ``failed`` if None."""
+        ...
+
+    def get(self, request_id: str) -> JobRow | None: ...
+    def counts(self) -> dict[str, int]: ...
+    def list(self, status: JobStatus | None = None, limit: int = 50) -> list[JobRow]: ...
+
+
+Clock = Callable[[], float]

@@ -1,0 +1,66 @@
+"""Hybrid retrieval: dense (Chroma) and BM25 (SQL) rankings fused by reciprocal rank.
+
+GOTCHAS: e5 scores are bunched, so ranks fuse better than raw similarities. The defaults
+(k=10, dense weight 0.5) were chosen on LoCoMo conversations 0-4 and checked on 5-9
+(README, "Benchmarks"): on chat memories the keyword side is the stronger one.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+
+from stores.base import ChatType, EventHit, EventQuery, EventRecord, EventStore
+
+RRF_K = 10
+DENSE_WEIGHT = 0.5
+LEXICAL_WEIGHT = 1.0
+
+
+class HybridEventStore:
+    def __init__(
+        self,
+        vector: EventStore,
+        lexical: EventStore,
+        *,
+        depth: int = 50,
+        rrf_k: int = RRF_K,
+        dense_weight: float = DENSE_WEIGHT,
+        lexical_weight: float = LEXICAL_WEIGHT,
+    ) -> None:
+        self.vector = vector
+        self.lexical = lexical
+        self.depth = depth
+        self.rrf_k = rrf_k
+        self.weights = (dense_weight, lexical_weight)
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hybrid")
+
+    def upsert(self, event: EventRecord) -> None:
+        # Both writes are idempotent; if the second fails the job is retried and both
+        # run again, so the two sides converge.
+        self.lexical.upsert(event)
+        self.vector.upsert(event)
+
+    def search(self, query: EventQuery) -> list[EventHit]:
+        wide = replace(query, top_k=max(self.depth, query.top_k))
+        lexical = self._pool.submit(self.lexical.search, wide)
+        dense = self.vector.search(wide)
+        fused: dict[str, float] = defaultdict(float)
+        events: dict[str, EventRecord] = {}
+        for weight, ranking in zip(self.weights, (dense, lexical.result()), strict=True):
+            for rank, hit in enumerate(ranking):
+                fused[hit.event.id] += weight / (self.rrf_k + rank + 1)
+                events.setdefault(hit.event.id, hit.event)
+        best = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[: query.top_k]
+        return [EventHit(events[i], score) for i, score in best if query.admits(events[i])]
+
+    def get(self, ids: Sequence[str]) -> list[EventRecord]:
+        found = {e.id: e for e in self.vector.get(ids)}
+        missing = [i for i in ids if i not in found]
+        found.update({e.id: e for e in self.lexical.get(missing)})
+        return [found[i] for i in ids if i in found]
+
+    def count(self, chat_type: ChatType | None = None, chat_id: str | None = None) -> int:
+        return self.vector.count(chat_type, chat_id)

@@ -1,0 +1,16 @@
+"""SQL backends (SQLAlchemy 2; SQLite by default, PostgreSQL by URL; Alembic migrations)."""
+
+from stores.sql.engine import make_engine, migrate
+from stores.sql.jobs import SqlJobQueue
+from stores.sql.lexical import SqlLexicalIndex
+from stores.sql.personas import SqlPersonaStore
+from stores.sql.profiles import SqlProfileStore
+
+__all__ = [
+    "SqlJobQueue",
+    "SqlLexicalIndex",
+    "SqlPersonaStore",
+    "SqlProfileStore",
+    "make_engine",
+    "migrate",
+]

@@ -1,0 +1,66 @@
+"""Engines and migrations."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
+
+MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+_PG_MIGRATION_LOCK = 0x67726F75  # any constant: one migrator at a time per database
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """An engine with the settings these stores rely on.
+
+    SQLite: WAL (readers never wait for the writer), a busy timeout (writers queue instead
+    of failing), foreign keys on. PostgreSQL: psycopg 3, pre-ping for long-lived workers.
+    """
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        if parsed.database and parsed.database != ":memory:":
+            Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_engine(
+            url, connect_args={"timeout": 30, "check_same_thread": False}, **kwargs
+        )
+
+        @event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.close()
+
+        return engine
+    if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
+        url = parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+    return create_engine(url, pool_pre_ping=True, **kwargs)
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the newest revision (safe to call from several processes)."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    for attempt in range(5):
+        try:
+            with engine.begin() as conn:
+                if conn.dialect.name == "postgresql":
+                    conn.execute(
+                        text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK}
+                    )
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, "head")
+            return
+        except OperationalError:
+            # SQLite: another process was migrating the same file; its work is ours too.
+            if attempt == 4:
+                raise
+            time.sleep(0.2 * (attempt + 1))

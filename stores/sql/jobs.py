@@ -1,0 +1,152 @@
+"""The durable memory-job queue in SQL.
+
+Claiming is a compare-and-set on (status, attempts), so two workers never take the same
+job, on SQLite or PostgreSQL, without holding a lock between the read and the write. A
+running job whose lease ran out (its worker was killed) is claimable again.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sqlalchemy import Engine, func, insert, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from stores.base import Clock, JobRow, JobStatus
+from stores.sql.schema import MemoryJobRow
+
+_CLAIM_TRIES = 20
+
+
+class SqlJobQueue:
+    def __init__(self, engine: Engine, *, clock: Clock = time.time) -> None:
+        self.engine = engine
+        self.clock = clock
+
+    def enqueue(self, request_id: str, payload: dict[str, Any]) -> bool:
+        now = self.clock()
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    insert(MemoryJobRow).values(
+                        request_id=request_id,
+                        payload=payload,
+                        status="queued",
+                        attempts=0,
+                        created_at=now,
+                        updated_at=now,
+                        next_attempt_at=now,
+                    )
+                )
+            return True
+        except IntegrityError:
+            pass
+        # Submitted again: queue it again (the graph's writes are idempotent), unless a
+        # worker holds it right now.
+        with self.engine.begin() as conn:
+            result = conn.execute(
+                update(MemoryJobRow)
+                .where(
+                    MemoryJobRow.request_id == request_id,
+                    or_(MemoryJobRow.status != "running", MemoryJobRow.lease_until < now),
+                )
+                .values(
+                    payload=payload,
+                    status="queued",
+                    attempts=0,
+                    last_error=None,
+                    result=None,
+                    updated_at=now,
+                    next_attempt_at=now,
+                    locked_by=None,
+                    lease_until=None,
+                )
+            )
+        return bool(result.rowcount == 1)
+
+    def claim(self, worker: str, *, lease_s: float, request_id: str | None = None) -> JobRow | None:
+        for _ in range(_CLAIM_TRIES):
+            now = self.clock()
+            due = or_(
+                (MemoryJobRow.status == "queued") & (MemoryJobRow.next_attempt_at <= now),
+                (MemoryJobRow.status == "running") & (MemoryJobRow.lease_until < now),
+            )
+            query = select(MemoryJobRow.request_id, MemoryJobRow.status, MemoryJobRow.attempts)
+            query = query.where(due).order_by(MemoryJobRow.next_attempt_at).limit(1)
+            if request_id is not None:
+                query = query.where(MemoryJobRow.request_id == request_id)
+            with self.engine.connect() as conn:
+                found = conn.execute(query).first()
+            if found is None:
+                return None
+            with self.engine.begin() as conn:
+                won = conn.execute(
+                    update(MemoryJobRow)
+                    .where(
+                        MemoryJobRow.request_id == found.request_id,
+                        MemoryJobRow.status == found.status,
+                        MemoryJobRow.attempts == found.attempts,
+                    )
+                    .values(
+                        status="running",
+                        attempts=found.attempts + 1,
+                        locked_by=worker,
+                        lease_until=now + lease_s,
+                        updated_at=now,
+                    )
+                ).rowcount
+            if won == 1:
+                return self.get(found.request_id)
+        return None
+
+    def complete(self, request_id: str, result: dict[str, Any]) -> None:
+        self._finish(request_id, status="done", result=result, last_error=None)
+
+    def fail(self, request_id: str, error: str, *, retry_at: float | None) -> None:
+        if retry_at is None:
+            self._finish(request_id, status="failed", last_error=error)
+        else:
+            self._finish(request_id, status="queued", last_error=error, next_attempt_at=retry_at)
+
+    def _finish(self, request_id: str, **values: Any) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(MemoryJobRow)
+                .where(MemoryJobRow.request_id == request_id)
+                .values(**values, locked_by=None, lease_until=None, updated_at=self.clock())
+            )
+
+    def get(self, request_id: str) -> JobRow | None:
+        with Session(self.engine) as s:
+            row = s.get(MemoryJobRow, request_id)
+            return None if row is None else _to_job(row)
+
+    def counts(self) -> dict[str, int]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(MemoryJobRow.status, func.count()).group_by(MemoryJobRow.status)
+            )
+            return {status: int(n) for status, n in rows}
+
+    def list(self, status: JobStatus | None = None, limit: int = 50) -> list[JobRow]:
+        query = select(MemoryJobRow).order_by(MemoryJobRow.updated_at.desc()).limit(limit)
+        if status is not None:
+            query = query.where(MemoryJobRow.status == status)
+        with Session(self.engine) as s:
+            return [_to_job(row) for row in s.scalars(query)]
+
+
+def _to_job(row: MemoryJobRow) -> JobRow:
+    return JobRow(
+        request_id=row.request_id,
+        payload=dict(row.payload),
+        status=row.status,  # type: ignore[arg-type]
+        attempts=row.attempts,
+        last_error=row.last_error,
+        result=None if row.result is None else dict(row.result),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        next_attempt_at=row.next_attempt_at,
+    )

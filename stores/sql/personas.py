@@ -1,0 +1,40 @@
+"""Personas in SQL (seed 001 §1.1)."""
+
+from __future__ import annotations
+
+import time
+
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
+
+from stores.base import Persona
+from stores.sql.schema import PersonaRow
+
+
+class SqlPersonaStore:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def get_persona(self, persona_id: str) -> Persona | None:
+        with Session(self.engine) as s:
+            row = s.get(PersonaRow, persona_id)
+            if row is None:
+                return None
+            return Persona(
+                persona_id=row.persona_id,
+                name=row.name,
+                system_prompt=row.system_prompt,
+                begin_dialogs=list(row.begin_dialogs or []),
+            )
+
+    def put_persona(self, persona: Persona) -> None:
+        with Session(self.engine) as s, s.begin():
+            s.merge(
+                PersonaRow(
+                    persona_id=persona.persona_id,
+                    name=persona.name,
+                    system_prompt=persona.system_prompt,
+                    begin_dialogs=persona.begin_dialogs,
+                    updated_at=time.time(),
+                )
+            )

@@ -1,0 +1,138 @@
+"""Tables. Alembic (``stores/migrations``) creates them; a test checks the two agree."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+Json = JSON().with_variant(JSONB(), "postgresql")
+ID = String(128)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class UserRelationshipRow(Base):
+    """seed 000 §2: the bot's relationship with one user."""
+
+    __tablename__ = "user_relationships"
+
+    user_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    user_name: Mapped[str] = mapped_column(String(128))
+    aliases: Mapped[list[str]] = mapped_column(Json, default=list)
+    impression_text: Mapped[str] = mapped_column(Text, default="")
+    key_facts: Mapped[list[dict[str, str]]] = mapped_column(Json, default=list)
+    preference_keywords: Mapped[list[str]] = mapped_column(Json, default=list)
+    relationship_score: Mapped[float] = mapped_column(Float, default=0.0)
+    relationship_stage: Mapped[str] = mapped_column(String(32), default="stranger")
+    first_met_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    last_impression_update: Mapped[float | None] = mapped_column(Float, nullable=True)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class UserProfileRow(Base):
+    """seed 003 §3.3."""
+
+    __tablename__ = "user_profiles"
+
+    user_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    display_name: Mapped[str] = mapped_column(String(128))
+    summary: Mapped[str] = mapped_column(Text, default="")
+    traits: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class GroupProfileRow(Base):
+    """seed 003 §3.4."""
+
+    __tablename__ = "group_profiles"
+
+    group_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    group_name: Mapped[str] = mapped_column(String(256))
+    summary: Mapped[str] = mapped_column(Text, default="")
+    traits: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class ProfileMergeRow(Base):
+    """One row per memory job whose profile change was applied: re-runs apply nothing."""
+
+    __tablename__ = "profile_merges"
+
+    request_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    user_id: Mapped[str] = mapped_column(ID, index=True)
+    applied_at: Mapped[float] = mapped_column(Float)
+
+
+class MemoryJobRow(Base):
+    """The durable memory-job queue."""
+
+    __tablename__ = "memory_jobs"
+    __table_args__ = (Index("ix_memory_jobs_due", "status", "next_attempt_at"),)
+
+    request_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    payload: Mapped[dict[str, Any]] = mapped_column(Json)
+    status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    result: Mapped[dict[str, Any] | None] = mapped_column(Json, nullable=True)
+    created_at: Mapped[float] = mapped_column(Float)
+    updated_at: Mapped[float] = mapped_column(Float)
+    next_attempt_at: Mapped[float] = mapped_column(Float)
+    locked_by: Mapped[str | None] = mapped_column(String(128), nullable=True)
+    lease_until: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class PersonaRow(Base):
+    """seed 001 §1.1."""
+
+    __tablename__ = "personas"
+
+    persona_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    name: Mapped[str] = mapped_column(String(128))
+    system_prompt: Mapped[str] = mapped_column(Text, default="")
+    begin_dialogs: Mapped[list[str]] = mapped_column(Json, default=list)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class EventDocRow(Base):
+    """The lexical (BM25) side of event memory: one row per event, mirrored from Chroma's
+    metadata so keyword search and its filters run in SQL."""
+
+    __tablename__ = "event_docs"
+    __table_args__ = (Index("ix_event_docs_scope", "chat_type", "chat_id", "persona_id"),)
+
+    id: Mapped[str] = mapped_column(ID, primary_key=True)
+    chat_type: Mapped[str] = mapped_column(String(16))
+    chat_id: Mapped[str] = mapped_column(ID)
+    chat_name: Mapped[str] = mapped_column(String(256), default="")
+    persona_id: Mapped[str] = mapped_column(ID)
+    user_id: Mapped[str] = mapped_column(ID)
+    user_name: Mapped[str] = mapped_column(String(128))
+    timestamp: Mapped[float] = mapped_column(Float)
+    text: Mapped[str] = mapped_column(Text)
+    degraded: Mapped[bool] = mapped_column(Boolean, default=False)
+    context: Mapped[str] = mapped_column(Text, default="")
+    length: Mapped[int] = mapped_column(Integer)
+
+
+class EventTermRow(Base):
+    """Postings: term frequency per event, with the scope copied in for the index."""
+
+    __tablename__ = "event_terms"
+    __table_args__ = (Index("ix_event_terms_scope_term", "chat_type", "chat_id", "term"),)
+
+    event_id: Mapped[str] = mapped_column(
+        ID, ForeignKey("event_docs.id", ondelete="CASCADE"), primary_key=True
+    )
+    term: Mapped[str] = mapped_column(String(64), primary_key=True)
+    tf: Mapped[int] = mapped_column(Integer)
+    chat_type: Mapped[str] = mapped_column(String(16))
+    chat_id: Mapped[str] = mapped_column(ID)

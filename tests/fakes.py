@@ -1,0 +1,53 @@
+"""Model fakes, for unit tests of the code around a model. No network, ever."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
+
+class FakeChat(BaseChatModel):
+    """Answers with scripted messages in order; records every prompt it was sent.
+
+    A script entry is a string (plain text) or a dict (the arguments of a tool call, which
+    is how ``with_structured_output(method="function_calling")`` reads answers), or an
+    Exception to raise. ``bind_tools`` returns the model itself so structured output works.
+    """
+
+    script: list[Any] = Field(default_factory=list)
+    prompts: list[list[BaseMessage]] = Field(default_factory=list)
+    tool_name: str = "ProfileUpdate"
+
+    @property
+    def _llm_type(self) -> str:
+        return "fake-chat"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.prompts.append(list(messages))
+        entry = self.script[min(len(self.prompts) - 1, len(self.script) - 1)]
+        if isinstance(entry, Exception):
+            raise entry
+        if isinstance(entry, dict):
+            call = {"name": self.tool_name, "args": entry, "id": "call-1", "type": "tool_call"}
+            message = AIMessage(content="", tool_calls=[call])
+        else:
+            message = AIMessage(content=str(entry))
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> FakeChat:  # type: ignore[override]
+        return self
+
+    def last_prompt(self) -> str:
+        return "\n".join(str(m.content) for m in self.prompts[-1])

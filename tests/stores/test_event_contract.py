@@ -1,0 +1,135 @@
+"""The EventStore contract, run over every backend: SQL BM25 (SQLite, PostgreSQL), Chroma
+(persistent, server) and the hybrid store over both."""
+
+from __future__ import annotations
+
+import pytest
+
+from stores.base import EventQuery, EventRecord, EventStore
+from stores.chroma import ChromaEventStore
+from stores.hybrid import HybridEventStore
+from stores.sql import SqlLexicalIndex
+
+BACKENDS = [
+    "lexical-sqlite",
+    pytest.param("lexical-postgres", marks=pytest.mark.postgres),
+    "chroma-persistent",
+    pytest.param("chroma-server", marks=pytest.mark.chroma_server),
+    "hybrid-sqlite",
+    pytest.param("hybrid-postgres", marks=pytest.mark.postgres),
+]
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request: pytest.FixtureRequest, embeddings: object) -> EventStore:
+    kind = request.param
+
+    def chroma(fixture: str) -> ChromaEventStore:
+        client = request.getfixturevalue(fixture)
+        return ChromaEventStore(client, embeddings, embeddings.name)  # type: ignore[arg-type, attr-defined]
+
+    if kind == "lexical-sqlite":
+        return SqlLexicalIndex(request.getfixturevalue("sqlite_engine"))
+    if kind == "lexical-postgres":
+        return SqlLexicalIndex(request.getfixturevalue("pg_engine"))
+    if kind == "chroma-persistent":
+        return chroma("chroma_client")
+    if kind == "chroma-server":
+        return chroma("chroma_http_client")
+    engine = request.getfixturevalue("pg_engine" if kind.endswith("postgres") else "sqlite_engine")
+    return HybridEventStore(chroma("chroma_client"), SqlLexicalIndex(engine))
+
+
+def event(i: str, text: str, **kw: object) -> EventRecord:
+    base: dict[str, object] = {
+        "id": i,
+        "text": text,
+        "timestamp": 1_763_258_700.0,
+        "user_id": "u1",
+        "user_name": "小明",
+        "chat_type": "group",
+        "chat_id": "g1",
+        "chat_name": "技术交流群",
+        "persona_id": "default",
+    }
+    return EventRecord(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def q(text: str, **kw: object) -> EventQuery:
+    base: dict[str, object] = {"text": text, "chat_type": "group", "chat_id": "g1"}
+    return EventQuery(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_round_trip_keeps_every_field(store: EventStore) -> None:
+    e = event(
+        "e1", "小明2026年11月25日要去北京出差", degraded=True, context="小爱: 你什么时候出差？"
+    )
+    store.upsert(e)
+    assert store.get(["e1"]) == [e]
+    assert store.get(["missing"]) == []
+
+
+def test_upsert_is_idempotent_by_id(store: EventStore) -> None:
+    store.upsert(event("e1", "小明喜欢爬山"))
+    store.upsert(event("e1", "小明喜欢游泳"))
+    assert store.count("group", "g1") == 1
+    assert store.get(["e1"])[0].text == "小明喜欢游泳"
+    assert [h.event.text for h in store.search(q("游泳"))] == ["小明喜欢游泳"]
+
+
+def test_search_ranks_the_relevant_event_first(store: EventStore) -> None:
+    store.upsert(event("a", "小明2026年11月25日要去北京出差"))
+    store.upsert(event("b", "莉莉养了一只橘猫叫橘子"))
+    store.upsert(event("c", "Caroline went to a LGBTQ support group on 7 May 2023"))
+    assert store.search(q("北京出差", top_k=1))[0].event.id == "a"
+    assert store.search(q("橘猫", top_k=1))[0].event.id == "b"
+    assert store.search(q("support group", top_k=1))[0].event.id == "c"
+
+
+def test_filters_persona_user_and_time(store: EventStore) -> None:
+    store.upsert(
+        event("a", "小明在腾讯工作", persona_id="default", user_id="u1", timestamp=100.0 + 1e9)
+    )
+    store.upsert(
+        event("b", "阿强在腾讯工作", persona_id="meow", user_id="u2", timestamp=200.0 + 1e9)
+    )
+    ids = lambda hits: sorted(h.event.id for h in hits)  # noqa: E731
+    assert ids(store.search(q("腾讯工作"))) == ["a", "b"]
+    assert ids(store.search(q("腾讯工作", persona_id="meow"))) == ["b"]
+    assert ids(store.search(q("腾讯工作", user_id="u1"))) == ["a"]
+    assert ids(store.search(q("腾讯工作", time_from=150.0 + 1e9))) == ["b"]
+    assert ids(store.search(q("腾讯工作", time_to=150.0 + 1e9))) == ["a"]
+
+
+def test_a_group_never_sees_another_groups_events(store: EventStore) -> None:
+    store.upsert(event("mine", "群一的秘密：下周三发布新版本", chat_id="g1"))
+    store.upsert(event("theirs", "群二的秘密：下周三发布新版本", chat_id="g2"))
+    store.upsert(event("dm", "私聊的秘密：下周三发布新版本", chat_type="private", chat_id="u1"))
+    for query in ("秘密 发布 新版本", "群二", "私聊"):
+        hits = store.search(q(query, top_k=10))
+        assert {h.event.id for h in hits} <= {"mine"}
+        assert all(h.event.chat_id == "g1" and h.event.chat_type == "group" for h in hits)
+    private = store.search(EventQuery(text="秘密", chat_type="private", chat_id="u1", top_k=10))
+    assert [h.event.id for h in private] == ["dm"]
+
+
+def test_count_per_scope(store: EventStore) -> None:
+    for i in range(3):
+        store.upsert(event(f"g1-{i}", f"第{i}条", chat_id="g1"))
+    store.upsert(event("g2-0", "另一个群", chat_id="g2"))
+    assert store.count("group", "g1") == 3
+    assert store.count("group", "g2") == 1
+    assert store.count() == 4
+
+
+def test_top_k_is_respected(store: EventStore) -> None:
+    for i in range(8):
+        store.upsert(event(f"e{i}", f"小明第{i}次去北京出差"))
+    assert len(store.search(q("北京出差", top_k=3))) == 3
+
+
+def test_an_unscoped_query_cannot_be_built() -> None:
+    with pytest.raises(ValueError, match="chat_id"):
+        EventQuery(text="x", chat_type="group", chat_id="")
+    with pytest.raises(ValueError, match="chat_type"):
+        EventQuery(text="x", chat_type="channel", chat_id="g1")  # type: ignore[arg-type]
