@@ -1,0 +1,1 @@
+"""Benchmarks on public data read in place from ../shared/data (never copied here)."""

@@ -1,0 +1,39 @@
+"""A worker process that is killed (SIGKILL) the moment it reaches the embed step."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from graphs.memory import build_memory_graph
+from groupmind.checkpoint import make_checkpointer
+from groupmind.settings import Settings
+from groupmind.wiring import build_runtime
+from groupmind.worker import MemoryWorker
+
+
+class KillOnUpsert:
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def upsert(self, event: Any) -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+if __name__ == "__main__":
+    settings = Settings(data_dir=Path(sys.argv[1]), job_lease_s=1.0)
+    runtime = build_runtime(settings)
+    deps = replace(runtime.deps, events=KillOnUpsert(runtime.deps.events))
+    graph = build_memory_graph(deps, checkpointer=make_checkpointer(settings))
+    worker = MemoryWorker(graph, runtime.jobs, deps, settings)
+    worker.submit(json.loads(sys.argv[2]))
+    worker.run_next()
+    print("not killed")  # unreachable when the kill works

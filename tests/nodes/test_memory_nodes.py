@@ -1,0 +1,125 @@
+"""Each memory node alone: real stores where the node writes, fake models where it thinks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from nodes.deps import Deps
+from nodes.memory.embed import embed, reply_context
+from nodes.memory.intake import intake, validate_job
+from nodes.memory.merge_profile import merge_profile_rules
+from nodes.memory.quality_gate import quality_gate, route_after_gate
+from nodes.memory.rewrite import render_rewrite_prompt, rewrite_llm, rewrite_rules
+from state.context import Context
+from state.validation import InputError
+from stores.base import Persona
+from tests.fakes import FakeChat
+from tests.graphs.helpers import job
+
+
+def state_for(deps: Deps, **changes: Any) -> dict[str, Any]:
+    out = intake(job(**changes), Context(), deps)  # type: ignore[arg-type]
+    return {**job(**changes), **out}
+
+
+def test_intake_validates_and_resets(deps: Deps) -> None:
+    deps.personas.put_persona(Persona(persona_id="default", name="小爱"))
+    dirty = {**job(), "attempts": 2, "offending": ["他"], "degraded": True}
+    out = intake(dirty, Context(), deps)  # type: ignore[arg-type]
+    assert out["persona_name"] == "小爱" and out["attempts"] == 0
+    assert out["offending"] == [] and out["degraded"] is False
+    with pytest.raises(InputError, match="user_id: missing"):
+        intake({k: v for k, v in job().items() if k != "user_id"}, Context(), deps)  # type: ignore[arg-type]
+
+
+def test_rewrite_rules_uses_whom_the_user_answered(deps: Deps) -> None:
+    recent = [{"user_name": "阿强", "content": "你周末去哪了？"}]
+    state = state_for(
+        deps, action_summary="", new_info="你猜，我昨天去了你家", recent_messages=recent
+    )
+    out = rewrite_rules(state, Context(), deps)  # type: ignore[arg-type]
+    assert out == {"text": "阿强猜，小明2026年11月15日去了阿强家", "attempts": 1}
+
+
+def test_rewrite_llm_sends_the_seed_prompt_and_strips_quotes(deps: Deps) -> None:
+    chat = FakeChat(script=["“小明2026年11月25日要去北京出差。”"])
+    state = state_for(deps)
+    out = rewrite_llm(state, Context(), Deps(**{**deps.__dict__, "chat": chat}))  # type: ignore[arg-type]
+    assert out == {"text": "小明2026年11月25日要去北京出差。", "attempts": 1}
+    prompt = chat.last_prompt()
+    assert "你是一个旁观者（史官）" in prompt and "当前时间：2026-11-16T10:05:00+08:00" in prompt
+    assert "交互对象：小明(10001)" in prompt and "群聊「技术交流群」" in prompt
+
+
+def test_retry_prompt_names_the_offending_words(deps: Deps) -> None:
+    state = {**state_for(deps), "text": "他明天到", "offending": ["他", "明天"]}
+    assert "仍残留这些词：他、明天" in render_rewrite_prompt(state)  # type: ignore[arg-type]
+
+
+def test_quality_gate_passes_loops_and_degrades(deps: Deps) -> None:
+    base = state_for(deps)
+    clean = quality_gate(
+        {**base, "text": "小明2026年11月25日去北京", "attempts": 1}, Context(), deps
+    )  # type: ignore[arg-type]
+    assert clean == {"offending": []} and route_after_gate({**base, **clean}) == "embed"  # type: ignore[typeddict-item]
+    again = quality_gate({**base, "text": "他明天去", "attempts": 1}, Context(), deps)  # type: ignore[arg-type]
+    assert again == {"offending": ["他", "明天"]}
+    assert route_after_gate({**base, **again}) == "rewrite"  # type: ignore[typeddict-item]
+    done = quality_gate({**base, "text": "他明天去", "attempts": 2}, Context(), deps)  # type: ignore[arg-type]
+    assert done["degraded"] is True and done["text"] == validate_job(job(), deps).raw_text
+    assert route_after_gate({**base, **done}) == "embed"  # type: ignore[typeddict-item]
+
+
+def test_embed_writes_one_event_with_its_scope(deps: Deps) -> None:
+    recent = [
+        {"user_name": "小爱", "content": "你什么时候出差？"},
+        {"user_name": "小明", "content": "嗯"},
+    ]
+    state = {
+        **state_for(deps, recent_messages=recent),
+        "text": "小明2026年11月25日去北京",
+        "degraded": False,
+    }
+    assert embed(state, Context(), deps) == {"status": "stored"}  # type: ignore[arg-type]
+    assert embed(state, Context(), deps) == {"status": "stored"}  # type: ignore[arg-type]
+    (event,) = deps.events.get(["r1"])
+    assert (event.chat_type, event.chat_id, event.persona_id, event.user_id) == (
+        "group",
+        "1001",
+        "default",
+        "10001",
+    )
+    assert event.context == "小爱: 你什么时候出差？"
+    assert deps.events.count() == 1
+
+
+def test_reply_context_skips_the_users_own_messages(deps: Deps) -> None:
+    only_self = validate_job(job(recent_messages=[{"user_name": "小明", "content": "在吗"}]), deps)
+    assert reply_context(only_self) == ""
+
+
+def test_merge_rules_replaces_a_fact_of_the_same_type(deps: Deps) -> None:
+    first = {**state_for(deps, new_info="我住在上海"), "text": "小明住在上海"}
+    assert merge_profile_rules(first, Context(), deps) == {"profile": "updated"}  # type: ignore[arg-type]
+    moved = {**state_for(deps, request_id="r2", new_info="我搬到了杭州"), "text": "小明搬到了杭州"}
+    merge_profile_rules(moved, Context(), deps)  # type: ignore[arg-type]
+    rel = deps.profiles.get_relationship("10001")
+    assert rel is not None and rel.key_facts == [{"type": "location", "value": "杭州"}]
+    assert rel.relationship_score == 0.02
+    profile = deps.profiles.get_profile("user", "10001")
+    assert profile is not None and "所在地：杭州" in profile.summary
+
+
+def test_affection_is_bounded_and_the_stage_follows_the_bands(deps: Deps) -> None:
+    for i in range(25):
+        warm = {**state_for(deps, request_id=f"w{i}", new_info="谢谢你，太好了"), "text": "x"}
+        merge_profile_rules(warm, Context(), deps)  # type: ignore[arg-type]
+    rel = deps.profiles.get_relationship("10001")
+    assert rel is not None and rel.relationship_score == pytest.approx(0.5)  # 25 × +0.02
+    assert rel.relationship_stage == "familiar"
+    rude = {**state_for(deps, request_id="rude", new_info="滚，讨厌你"), "text": "x"}
+    merge_profile_rules(rude, Context(), deps)  # type: ignore[arg-type]
+    rel = deps.profiles.get_relationship("10001")
+    assert rel is not None and rel.relationship_score == pytest.approx(0.47)

@@ -1,0 +1,131 @@
+"""The command line, end to end on real stores (in-process)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from groupmind.cli import app
+from tests.graphs.helpers import job
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Any:
+    runner = CliRunner()
+
+    def invoke(*args: str) -> Any:
+        return runner.invoke(app, ["--data-dir", str(tmp_path / "data"), *args])
+
+    return invoke
+
+
+def write_jsonl(path: Path, rows: list[Any]) -> Path:
+    path.write_text(
+        "\n".join(r if isinstance(r, str) else json.dumps(r, ensure_ascii=False) for r in rows),
+        encoding="utf-8",
+    )
+    return path
+
+
+def lines(output: str) -> list[Any]:
+    return [json.loads(line) for line in output.splitlines() if line.strip()]
+
+
+def test_remember_reports_each_job_and_goes_on_past_bad_ones(cli: Any, tmp_path: Path) -> None:
+    missing = {k: v for k, v in job("r3").items() if k != "user_name"}
+    jobs = write_jsonl(
+        tmp_path / "jobs.jsonl",
+        [
+            job("r1"),
+            job("r2", action_summary="", new_info="他说了"),
+            missing,
+            "{not json",
+            job("r4", chat_type="dm"),
+        ],
+    )
+    result = cli("remember", str(jobs), "--json")
+    assert result.exit_code == 1  # some jobs failed
+    out = {r.get("request_id", "?"): r for r in lines(result.stdout)}
+    assert out["r1"]["status"] == "stored" and out["r1"]["attempts"] == 1
+    assert out["r2"]["status"] == "degraded" and out["r2"]["text"] == "他说了"
+    assert out["r3"] == {
+        "request_id": "r3",
+        "status": "failed",
+        "error": "line 3: job: user_name: missing (required)",
+    }
+    assert out["?"]["error"].startswith("line 4: line: line 4: not valid JSON")
+    assert "chat_type: unknown chat type 'dm'" in out["r4"]["error"]
+
+
+def test_search_is_scoped_and_json_shaped(cli: Any, tmp_path: Path) -> None:
+    jobs = [job("a"), job("b", chat_id="2002", chat_name="猫咪群")]
+    cli("remember", str(write_jsonl(tmp_path / "j.jsonl", jobs)))
+    result = cli("search", "北京出差", "--chat-type", "group", "--chat-id", "1001", "--json")
+    assert result.exit_code == 0, result.stdout
+    hits = json.loads(result.stdout)
+    assert [h["id"] for h in hits] == ["a"]
+    assert set(hits[0]) == {"id", "text", "score", "metadata"}
+    assert hits[0]["metadata"]["chat_id"] == "1001"
+
+
+def test_search_requires_the_scope(cli: Any) -> None:
+    result = cli("search", "北京", "--chat-type", "group")
+    assert result.exit_code == 2
+    assert "chat_id: missing (required)" in result.stderr
+
+
+def test_search_batch_prints_one_list_per_line(cli: Any, tmp_path: Path) -> None:
+    cli("remember", str(write_jsonl(tmp_path / "j.jsonl", [job("a")])))
+    queries = write_jsonl(
+        tmp_path / "q.jsonl",
+        [
+            {"query": "北京", "chat_type": "group", "chat_id": "1001", "top_k": 3},
+            {"query": "北京", "chat_type": "group", "chat_id": "9999"},
+            {"query": "北京", "chat_type": "group", "chat_id": "1001", "from": "not a time"},
+        ],
+    )
+    result = cli("search", "--batch", str(queries))
+    first, second, third = lines(result.stdout)
+    assert [h["id"] for h in first] == ["a"]
+    assert second == []
+    assert "from: unparseable timestamp" in third["error"]
+
+
+def test_profile_json(cli: Any, tmp_path: Path) -> None:
+    cli("remember", str(write_jsonl(tmp_path / "j.jsonl", [job("a")])))
+    result = cli("profile", "10001", "--json")
+    data = json.loads(result.stdout)
+    assert data["relationship"]["key_facts"] == [{"type": "birthday", "value": "11月23日"}]
+    assert data["relationship"]["relationship_stage"] == "stranger"
+    missing = cli("profile", "nobody", "--json")
+    assert missing.exit_code == 1 and "no profile stored" in missing.stdout
+
+
+def test_worker_once_drains_the_queue(cli: Any, tmp_path: Path) -> None:
+    from groupmind.session import open_session
+    from groupmind.settings import Settings
+
+    session = open_session(Settings(data_dir=tmp_path / "data"))
+    session.worker.submit(job("queued-1"))
+    result = cli("worker", "--once")
+    assert result.exit_code == 0
+    assert lines(result.stdout)[0]["request_id"] == "queued-1"
+    assert session.jobs.get("queued-1").status == "done"  # type: ignore[union-attr]
+
+
+@pytest.mark.slow
+def test_demo_runs_and_shows_the_memory_at_work(cli: Any) -> None:
+    result = cli("demo")
+    assert result.exit_code == 0, result.stdout
+    for expected in (
+        "degraded",
+        "rejected",
+        "chat_type: unknown chat type",
+        "nothing in this scope",
+        "关于小明",
+    ):
+        assert expected in result.stdout

@@ -1,0 +1,120 @@
+"""The worker over the durable queue: retries, backoff, giving up, and kill -9 recovery."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from graphs.memory import build_memory_graph
+from groupmind.checkpoint import make_checkpointer
+from groupmind.session import open_session
+from groupmind.settings import Settings
+from groupmind.worker import MemoryWorker
+from nodes.deps import Deps
+from state.validation import InputError
+from stores.sql import SqlJobQueue
+from tests.graphs.helpers import job
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class DownEvents:
+    """The real store behind an outage that lasts ``failures`` upserts."""
+
+    def __init__(self, inner: Any, failures: int) -> None:
+        self.inner, self.failures = inner, failures
+
+    def upsert(self, event: Any) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("chroma unavailable")
+        self.inner.upsert(event)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def make_worker(
+    tmp_path: Path, deps: Deps, failures: int, **settings: Any
+) -> tuple[MemoryWorker, list[float]]:
+    now = [1000.0]
+    s = Settings(data_dir=tmp_path / "data", **settings)
+    engine = deps.profiles.engine  # type: ignore[attr-defined]
+    queue = SqlJobQueue(engine, clock=lambda: now[0])
+    flaky = replace(deps, events=DownEvents(deps.events, failures))
+    graph = build_memory_graph(flaky, checkpointer=make_checkpointer(s))
+    return MemoryWorker(graph, queue, flaky, s, clock=lambda: now[0]), now
+
+
+def test_an_outage_leaves_the_job_queued_then_it_is_stored(tmp_path: Path, deps: Deps) -> None:
+    worker, now = make_worker(tmp_path, deps, failures=1)
+    worker.submit(job())
+    first = worker.run_next()
+    assert first is not None and first.status == "failed" and first.retry_at is not None
+    row = worker.jobs.get("r1")
+    assert row is not None and row.status == "queued"
+    assert row.last_error == "ConnectionError: chroma unavailable"
+    assert worker.run_next() is None  # not due yet: backoff
+    now[0] = first.retry_at + 0.01
+    second = worker.run_next()
+    assert second is not None and second.status == "stored" and second.attempts == 1
+    assert deps.events.count("group", "1001") == 1
+    done = worker.jobs.get("r1")
+    assert done is not None and done.status == "done" and done.attempts == 2
+
+
+def test_backoff_doubles_and_the_job_is_kept_when_it_gives_up(tmp_path: Path, deps: Deps) -> None:
+    worker, now = make_worker(tmp_path, deps, failures=99, job_max_attempts=3)
+    worker.submit(job())
+    delays = []
+    for _ in range(3):
+        outcome = worker.run_next()
+        assert outcome is not None and outcome.status == "failed"
+        if outcome.retry_at is not None:
+            delays.append(outcome.retry_at - now[0])
+            now[0] = outcome.retry_at + 0.01
+    assert len(delays) == 2 and 1.6 <= delays[0] <= 2.4 and 3.2 <= delays[1] <= 4.8
+    row = worker.jobs.get("r1")
+    assert row is not None and row.status == "failed" and row.attempts == 3
+    assert deps.events.count() == 0
+
+
+def test_a_bad_job_is_refused_and_nothing_queued(tmp_path: Path, deps: Deps) -> None:
+    worker, _ = make_worker(tmp_path, deps, failures=0)
+    with pytest.raises(InputError, match="chat_type: unknown chat type"):
+        worker.submit(job(chat_type="channel"))
+    assert worker.jobs.counts() == {}
+
+
+@pytest.mark.slow
+def test_kill_9_mid_run_resumes_at_the_unfinished_step(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.crash_child", str(data), json.dumps(job())],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert child.returncode == -9, child.stderr  # SIGKILL at the embed step
+    settings = Settings(data_dir=data, job_lease_s=1.0)
+    session = open_session(settings)
+    config: Any = {"configurable": {"thread_id": "r1"}}
+    assert session.memory_graph.get_state(config).next == ("embed",)
+    assert session.jobs.get("r1").status == "running"  # type: ignore[union-attr]
+    time.sleep(1.1)  # the dead worker's lease runs out
+    outcome = session.worker.run_next()
+    assert outcome is not None and outcome.status == "stored"
+    history = list(session.memory_graph.get_state_history(config))
+    assert sum(1 for snap in history if snap.next == ("rewrite",)) == 1  # rewritten once
+    assert session.deps.events.count("group", "1001") == 1
+    assert session.jobs.get("r1").attempts == 2  # type: ignore[union-attr]
+    graph = build_memory_graph(session.deps, checkpointer=make_checkpointer(settings))
+    assert graph.get_state(config).values["status"] == "stored"
