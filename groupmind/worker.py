@@ -14,7 +14,7 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -121,6 +121,9 @@ class MemoryWorker:
             offending=out.get("offending") or None,
         )
         self.jobs.complete(row.request_id, outcome.as_json())
+        if not self.settings.keep_checkpoints and self.graph.checkpointer is not None:
+            # The outcome is durable in the queue; the run's steps are only needed to resume.
+            self.graph.checkpointer.delete_thread(row.request_id)  # type: ignore[union-attr]
         return outcome
 
     def _failed(self, row: JobRow, exc: Exception) -> Outcome:
@@ -146,12 +149,6 @@ class MemoryWorker:
             if on_done:
                 on_done(outcome)
         return done
-
-    def run_ids(self, ids: Iterable[str]) -> Iterable[Outcome]:
-        for request_id in ids:
-            outcome = self.run_next(request_id)
-            if outcome is not None:
-                yield outcome
 
     def serve(self, stop: threading.Event, poll_s: float = 1.0) -> None:
         """Poll the queue until ``stop`` is set (``groupmind worker``)."""

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
+from graphs.memory import build_memory_graph
+from groupmind.checkpoint import make_checkpointer
 from groupmind.cli import app
 from groupmind.session import open_session
 from groupmind.settings import Settings
+from groupmind.wiring import build_runtime
+from groupmind.worker import MemoryWorker
 from tests.graphs.helpers import job
+from tests.test_worker import DownEvents
 
 pytestmark = pytest.mark.postgres
 
@@ -48,7 +54,27 @@ def test_remember_search_and_resume_on_postgres(
     assert not (tmp_path / "data" / "groupmind.db").exists()  # nothing went to SQLite
 
     session = open_session(Settings(data_dir=tmp_path / "data"))
+    done = session.jobs.get("pg-1")
+    assert done is not None and done.status == "done" and done.result["status"] == "stored"  # type: ignore[index]
+    # A job that is done keeps its outcome in the queue; its checkpoints are pruned.
     config: Any = {"configurable": {"thread_id": "pg-1"}}
-    snapshot = session.memory_graph.get_state(config)
-    assert snapshot.values["status"] == "stored" and snapshot.next == ()
-    assert session.jobs.get("pg-1").status == "done"  # type: ignore[union-attr]
+    assert session.memory_graph.get_state(config).values == {}
+
+
+def test_a_failed_run_resumes_from_the_postgres_checkpointer(
+    pg_engine: Any, tmp_path: Path
+) -> None:
+    url = pg_engine.url.render_as_string(hide_password=False)
+    settings = Settings(data_dir=tmp_path / "data", sql_url=url, checkpointer="postgres")
+    runtime = build_runtime(settings)
+    flaky = replace(runtime.deps, events=DownEvents(runtime.deps.events, failures=1))
+    graph = build_memory_graph(flaky, checkpointer=make_checkpointer(settings))
+    worker = MemoryWorker(graph, runtime.jobs, flaky, settings)
+    worker.submit(job("pg-2"))
+    first = worker.run_next()
+    assert first is not None and first.status == "failed"
+    config: Any = {"configurable": {"thread_id": "pg-2"}}
+    assert graph.get_state(config).next == ("embed",)  # kept in PostgreSQL
+    runtime.jobs.fail("pg-2", "retry now", retry_at=0.0)  # due at once
+    second = worker.run_next()
+    assert second is not None and second.status == "stored"

@@ -104,7 +104,7 @@ def test_kill_9_mid_run_resumes_at_the_unfinished_step(tmp_path: Path) -> None:
         timeout=120,
     )
     assert child.returncode == -9, child.stderr  # SIGKILL at the embed step
-    settings = Settings(data_dir=data, job_lease_s=1.0)
+    settings = Settings(data_dir=data, job_lease_s=1.0, keep_checkpoints=True)
     session = open_session(settings)
     config: Any = {"configurable": {"thread_id": "r1"}}
     assert session.memory_graph.get_state(config).next == ("embed",)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal
 
-from sqlalchemy import Engine, insert, select, update
+from sqlalchemy import Engine, insert, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -163,8 +163,3 @@ def _write(
     )
     if result.rowcount != 1:
         raise ProfileConflict(f"{table.__tablename__}: changed since it was read")
-
-
-def list_relationship_ids(engine: Engine) -> list[str]:
-    with Session(engine) as s:
-        return list(s.scalars(select(UserRelationshipRow.user_id)))
