@@ -14,7 +14,13 @@ from pydantic import (
 )
 
 from state.reducers import merge_dicts
-from state.validation import as_id, context_limit, context_tz, parse_timestamp
+from state.validation import (
+    ChatTypeField,
+    as_id,
+    context_limit,
+    context_tz,
+    parse_timestamp,
+)
 
 ChatType = Literal["group", "private"]
 MAX_RECENT_MESSAGES = 50
@@ -43,7 +49,7 @@ class MemoryJob(BaseModel):
     new_info: str
     user_id: str
     user_name: str = Field(min_length=1, max_length=128)
-    chat_type: ChatType
+    chat_type: ChatTypeField
     chat_id: str | None = Field(default=None, validate_default=True)
     chat_name: str | None = Field(default=None, max_length=256)
     persona_id: str = "default"
@@ -70,13 +76,6 @@ class MemoryJob(BaseModel):
                     f"a private chat's id is the user's id ({user_id!r}), got {chat_id!r}"
                 )
         return chat_id
-
-    @field_validator("chat_type", mode="before")
-    @classmethod
-    def _chat_type(cls, value: Any) -> Any:
-        if value not in ("group", "private"):
-            raise ValueError(f"unknown chat type {value!r} (expected 'group' or 'private')")
-        return value
 
     @field_validator("timestamp", mode="before")
     @classmethod

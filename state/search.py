@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from state.memory import ChatType
 from state.validation import (
+    ChatTypeField,
     InputError,
     as_id,
     context_tz,
@@ -22,20 +22,13 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     query: str = Field(min_length=1, max_length=2000)
-    chat_type: ChatType
+    chat_type: ChatTypeField
     chat_id: str
     user_id: str | None = None
     persona: str | None = None
     top_k: int = Field(default=5, ge=1, le=200)
     time_from: float | None = Field(default=None, alias="from")
     time_to: float | None = Field(default=None, alias="to")
-
-    @field_validator("chat_type", mode="before")
-    @classmethod
-    def _chat_type(cls, value: Any) -> Any:
-        if value not in ("group", "private"):
-            raise ValueError(f"unknown chat type {value!r} (expected 'group' or 'private')")
-        return value
 
     @field_validator("chat_id", "user_id", "persona", mode="before")
     @classmethod

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime, tzinfo
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import ValidationError, ValidationInfo
+from pydantic import BeforeValidator, ValidationError, ValidationInfo
 
 MAX_ID_CHARS = 128
 EARLIEST = datetime(1990, 1, 1, tzinfo=UTC).timestamp()
@@ -32,6 +32,15 @@ def describe_validation_error(exc: ValidationError) -> str:
             msg = "missing (required)"
         parts.append(f"{field}: {msg}")
     return "; ".join(parts)
+
+
+def _known_chat_type(value: Any) -> Any:
+    if value not in ("group", "private"):
+        raise ValueError(f"unknown chat type {value!r} (expected 'group' or 'private')")
+    return value
+
+
+ChatTypeField = Annotated[Literal["group", "private"], BeforeValidator(_known_chat_type)]
 
 
 def as_id(value: Any, field: str) -> str:

@@ -12,6 +12,22 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 
+class DownEvents:
+    """A real event store behind an outage that lasts ``failures`` upserts."""
+
+    def __init__(self, inner: Any, failures: int = 1) -> None:
+        self.inner, self.failures = inner, failures
+
+    def upsert(self, event: Any) -> None:
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("chroma unavailable")
+        self.inner.upsert(event)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 class FakeChat(BaseChatModel):
     """Answers with scripted messages in order; records every prompt it was sent.
 

@@ -17,8 +17,8 @@ from groupmind.session import open_session
 from groupmind.settings import Settings
 from groupmind.wiring import build_runtime
 from groupmind.worker import MemoryWorker
+from tests.fakes import DownEvents
 from tests.graphs.helpers import job
-from tests.test_worker import DownEvents
 
 pytestmark = pytest.mark.postgres
 

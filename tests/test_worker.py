@@ -20,25 +20,10 @@ from groupmind.worker import MemoryWorker
 from nodes.deps import Deps
 from state.validation import InputError
 from stores.sql import SqlJobQueue
+from tests.fakes import DownEvents
 from tests.graphs.helpers import job
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-class DownEvents:
-    """The real store behind an outage that lasts ``failures`` upserts."""
-
-    def __init__(self, inner: Any, failures: int) -> None:
-        self.inner, self.failures = inner, failures
-
-    def upsert(self, event: Any) -> None:
-        if self.failures:
-            self.failures -= 1
-            raise ConnectionError("chroma unavailable")
-        self.inner.upsert(event)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 def make_worker(

@@ -13,8 +13,8 @@ from nodes.deps import Deps
 from nodes.variants import UnknownVariant
 from state.context import Context
 from state.validation import InputError
-from stores.base import EventQuery, EventRecord, Persona
-from tests.fakes import FakeChat
+from stores.base import EventQuery, Persona
+from tests.fakes import DownEvents, FakeChat
 from tests.graphs.helpers import job, run
 
 
@@ -142,25 +142,9 @@ def test_unknown_or_unavailable_variants_are_named(deps: Deps) -> None:
         run(deps, job(), variants={"rewrite": "llm"})
 
 
-class FlakyEvents:
-    """The real store, failing its first upsert the way a Chroma outage would."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner, self.failures = inner, 1
-
-    def upsert(self, event: EventRecord) -> None:
-        if self.failures:
-            self.failures -= 1
-            raise ConnectionError("chroma unavailable")
-        self.inner.upsert(event)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 def test_a_failed_step_resumes_there_without_redoing_the_rest(deps: Deps) -> None:
     chat = FakeChat(script=["小明2026年11月25日要去北京出差"])
-    flaky = Deps(**{**deps.__dict__, "events": FlakyEvents(deps.events), "chat": chat})
+    flaky = Deps(**{**deps.__dict__, "events": DownEvents(deps.events), "chat": chat})
     graph = build_memory_graph(flaky, checkpointer=InMemorySaver())
     config: Any = {"configurable": {"thread_id": "r1"}}
     ctx = Context(variants={"rewrite": "llm", "merge_profile": "rules"})
