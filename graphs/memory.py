@@ -6,6 +6,8 @@ intake -> rewrite -> quality_gate -(relative words left, attempts remain)-> rewr
 
 from __future__ import annotations
 
+import asyncio
+from functools import lru_cache
 from typing import Any, cast
 
 from langgraph.graph import END, START, StateGraph
@@ -39,9 +41,15 @@ def build_memory_graph(
     return g.compile(checkpointer=checkpointer, name="memory")
 
 
-def make_graph() -> CompiledStateGraph[MemoryState, Context, MemoryJobInput, MemoryOutput]:
-    """The entry point in langgraph.json: stores and models from the deployment's settings.
+async def make_graph() -> CompiledStateGraph[MemoryState, Context, MemoryJobInput, MemoryOutput]:
+    """The entry point in langgraph.json: stores and models from the deployment's settings,
+    built once per process and off the event loop (the server calls this for every run).
     The server supplies the checkpointer."""
+    return await asyncio.to_thread(_default_graph)
+
+
+@lru_cache(maxsize=1)
+def _default_graph() -> CompiledStateGraph[MemoryState, Context, MemoryJobInput, MemoryOutput]:
     from groupmind.wiring import open_runtime
 
     return build_memory_graph(open_runtime().deps)

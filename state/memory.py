@@ -22,7 +22,6 @@ from state.validation import (
     parse_timestamp,
 )
 
-ChatType = Literal["group", "private"]
 MAX_RECENT_MESSAGES = 50
 
 
