@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint bench bench-locomo clean
+.PHONY: setup demo test lint bench bench-locomo bench-irc clean
 
 $(UV):
 	$(PY) -m venv .tools
@@ -29,10 +29,13 @@ test: lint
 	$(BIN)/pytest
 
 # Benchmarks: figures printed with the machine noted; not part of `make test`.
-bench: bench-locomo
+bench: bench-locomo bench-irc
 
 bench-locomo: setup
 	$(BIN)/python -m benchmarks.locomo $(ARGS)
 
 clean:
 	rm -rf $(VENV) .tools .groupmind .mypy_cache .ruff_cache .pytest_cache
+
+bench-irc: setup
+	$(BIN)/python -m benchmarks.irc $(ARGS)

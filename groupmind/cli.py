@@ -290,6 +290,92 @@ def jobs(
 
 
 @app.command()
+def replay(
+    file: Path,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    variant: VariantOpt = None,
+    wait_memory: Annotated[
+        bool, typer.Option(help="finish each message's memory jobs before the next (reproducible)")
+    ] = False,
+) -> None:
+    """Feed messages (one JSON object per line) through the reply graph, in order."""
+    from groupmind.chatting import reply_context, reply_to
+    from groupmind.session import open_session
+
+    session = open_session(STATE.settings)
+    graph = session.reply_graph()
+    context = reply_context(session.deps, _variants(variant))
+    background = session.runtime.start_background_worker()
+    lines = list(read_jsonl(file))
+    failed = False
+    with Progress(console=err, transient=True, disable=as_json) as progress:
+        task = progress.add_task("replaying", total=len(lines))
+        for number, raw, problem in lines:
+            progress.advance(task)
+            try:
+                if problem:
+                    raise InputError("line", problem)
+                result = reply_to(graph, session.deps, raw, context)
+            except InputError as exc:
+                failed = True
+                message_id = raw.get("message_id") if isinstance(raw, dict) else None
+                result = {"message_id": message_id, "error": f"line {number}: {exc}"}
+                if message_id is None:
+                    del result["message_id"]
+            if wait_memory:
+                background.drain()
+            if as_json:
+                _emit(result)
+            else:
+                _print_reply(result)
+    background.drain()
+    background.stop()
+    if failed:
+        raise typer.Exit(1)
+
+
+def _print_reply(r: dict[str, Any]) -> None:
+    if "error" in r:
+        out.print(f"[red]{r.get('message_id', '?')}: {r['error']}[/red]")
+        return
+    colour = {"text_reply": "green", "emoji_reply": "cyan", "no_reply": "dim"}[r["action"]]
+    head = f"[bold]{r['message_id']}[/bold] [{colour}]{r['action']}[/]"
+    out.print(f"{head} ({r['chat_state']}): {r['reason']}")
+    if r.get("reply"):
+        out.print(f"  → {r['reply']}")
+
+
+@app.command()
+def rank(
+    file: Path,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    variant: VariantOpt = None,
+) -> None:
+    """Store each message and rank its context only (observe + rank_context)."""
+    from groupmind.chatting import rank_only, reply_context
+    from groupmind.session import open_session
+
+    session = open_session(STATE.settings, worker=False)
+    context = reply_context(session.deps, _variants(variant))
+    lines = list(read_jsonl(file))
+    with Progress(console=err, transient=True, disable=as_json) as progress:
+        task = progress.add_task("ranking", total=len(lines))
+        for number, raw, problem in lines:
+            progress.advance(task)
+            try:
+                if problem:
+                    raise InputError("line", problem)
+                result = rank_only(session.deps, raw, context)
+            except InputError as exc:
+                message_id = raw.get("message_id") if isinstance(raw, dict) else None
+                result = {"message_id": message_id, "error": f"line {number}: {exc}"}
+            if as_json:
+                _emit(result)
+            else:
+                out.print(result)
+
+
+@app.command()
 def demo() -> None:
     """The main job on the embedded defaults, readable by a person."""
     from groupmind.demo import run_demo

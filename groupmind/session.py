@@ -1,4 +1,4 @@
-"""One process's view of a deployment: stores, the memory graph and its worker."""
+"""One process's view of a deployment: stores, both graphs and the memory worker."""
 
 from __future__ import annotations
 
@@ -8,19 +8,18 @@ from typing import Any
 from langgraph.graph.state import CompiledStateGraph
 
 from graphs.memory import build_memory_graph
+from graphs.reply import ReplyGraph, build_reply_graph
 from groupmind.checkpoint import make_checkpointer
 from groupmind.settings import Settings
 from groupmind.wiring import Runtime, build_runtime
 from groupmind.worker import MemoryWorker
 from nodes.deps import Deps
-from state.context import Context
 from stores.sql import SqlJobQueue
 
 
 @dataclass
 class Session:
     runtime: Runtime
-    memory_graph: CompiledStateGraph[Any, Any, Any, Any]
     worker: MemoryWorker
 
     @property
@@ -31,14 +30,19 @@ class Session:
     def jobs(self) -> SqlJobQueue:
         return self.runtime.jobs
 
+    @property
+    def memory_graph(self) -> CompiledStateGraph[Any, Any, Any, Any]:
+        return self.worker.graph
+
+    def reply_graph(self) -> ReplyGraph:
+        return build_reply_graph(self.deps, checkpointer=make_checkpointer(self.runtime.settings))
+
 
 def open_session(
     settings: Settings, *, variants: dict[str, str] | None = None, worker: bool = True
 ) -> Session:
     runtime = build_runtime(settings)
-    checkpointer = make_checkpointer(settings) if worker else None
-    graph = build_memory_graph(runtime.deps, checkpointer=checkpointer)
-    context = Context(variants=variants or {}, max_gate_attempts=settings.max_gate_attempts)
-    return Session(
-        runtime, graph, MemoryWorker(graph, runtime.jobs, runtime.deps, settings, context=context)
-    )
+    if worker:
+        return Session(runtime, runtime.memory_worker(variants=variants))
+    graph = build_memory_graph(runtime.deps)  # search-only: no checkpointer needed
+    return Session(runtime, MemoryWorker(graph, runtime.jobs, runtime.deps, settings))

@@ -105,3 +105,8 @@ def keywords(text: str, k: int = 5) -> list[str]:
     for w in words:
         counts[w.lower()] = counts.get(w.lower(), 0) + 1
     return sorted(counts, key=lambda w: -counts[w])[:k]
+
+
+def keywords_of(text: str, limit: int = 12) -> list[str]:
+    """The distinct lexical terms of a message, for keyword overlap between messages."""
+    return list(dict.fromkeys(terms(text)))[:limit]

@@ -2,20 +2,31 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from langchain_core.embeddings import Embeddings
 from sqlalchemy import Engine
 
+from graphs.memory import build_memory_graph
+from groupmind.background import BackgroundWorker
+from groupmind.checkpoint import make_checkpointer
 from groupmind.providers import embedding_name, make_chat_model, make_embeddings
 from groupmind.settings import Settings
+from groupmind.worker import MemoryWorker
 from nodes.deps import Deps
+from nodes.reply.emoji import StickerIndex
+from state.context import Context
 from stores.chroma import ChromaEventStore, ChromaProfileIndex, make_client
 from stores.hybrid import HybridEventStore
 from stores.sql import (
+    SqlChatStates,
+    SqlContextUsage,
     SqlJobQueue,
     SqlLexicalIndex,
+    SqlMessageStore,
     SqlPersonaStore,
     SqlProfileStore,
     make_engine,
@@ -23,13 +34,27 @@ from stores.sql import (
 )
 
 
-@dataclass(frozen=True)
+@dataclass
 class Runtime:
     settings: Settings
     engine: Engine
     embeddings: Embeddings
     deps: Deps
     jobs: SqlJobQueue
+    wake: threading.Event = field(default_factory=threading.Event)
+    background: BackgroundWorker | None = None
+
+    def memory_worker(self, *, variants: dict[str, str] | None = None) -> MemoryWorker:
+        """A worker over the durable queue, with the configured checkpointer."""
+        graph = build_memory_graph(self.deps, checkpointer=make_checkpointer(self.settings))
+        context = Context(variants=variants or {})
+        return MemoryWorker(graph, self.jobs, self.deps, self.settings, context=context)
+
+    def start_background_worker(self) -> BackgroundWorker:
+        """Run hand-off's memory jobs in this process, as they are written."""
+        if self.background is None:
+            self.background = BackgroundWorker(self.memory_worker(), self.wake).start()
+        return self.background
 
 
 def build_runtime(settings: Settings) -> Runtime:
@@ -39,6 +64,8 @@ def build_runtime(settings: Settings) -> Runtime:
     embeddings = make_embeddings(settings)
     model = embedding_name(embeddings)
     client = make_client(settings.resolved_chroma_path, settings.chroma_host, settings.chroma_port)
+    wake = threading.Event()
+    jobs = SqlJobQueue(engine)
     deps = Deps(
         events=HybridEventStore(
             ChromaEventStore(client, embeddings, model), SqlLexicalIndex(engine)
@@ -49,8 +76,20 @@ def build_runtime(settings: Settings) -> Runtime:
         chat=make_chat_model(settings),
         tz=settings.tz,
         max_text_chars=settings.max_text_chars,
+        max_gate_attempts=settings.max_gate_attempts,
+        messages=SqlMessageStore(engine),
+        chat_states=SqlChatStates(engine),
+        context_usage=SqlContextUsage(engine),
+        jobs=jobs,
+        stickers=StickerIndex(client, embeddings, model),
+        bot_id=settings.bot_id,
+        rank=settings.rank,
+        chat_rules=settings.chat,
+        auto_top_k=settings.auto_top_k,
+        background=ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupmind-bg"),
+        on_job=wake.set,
     )
-    return Runtime(settings, engine, embeddings, deps, SqlJobQueue(engine))
+    return Runtime(settings, engine, embeddings, deps, jobs, wake)
 
 
 @lru_cache(maxsize=1)

@@ -72,7 +72,7 @@ class MemoryWorker:
         self.context = Context(
             persona_id=base.persona_id,
             variants=resolve_all(VARIANTS, base, deps),
-            max_gate_attempts=settings.max_gate_attempts,
+            max_gate_attempts=base.max_gate_attempts or settings.max_gate_attempts,
             auto_top_k=base.auto_top_k,
         )
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"

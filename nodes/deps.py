@@ -2,13 +2,39 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
 from datetime import tzinfo
 from zoneinfo import ZoneInfo
 
 from langchain_core.language_models import BaseChatModel
 
-from stores.base import EventStore, PersonaStore, ProfileIndex, ProfileStore
+from groupmind.settings import ChatSettings, RankSettings
+from stores.base import (
+    ChatStateRegistry,
+    ContextUsageStore,
+    EventStore,
+    JobQueue,
+    MessageStore,
+    PersonaStore,
+    ProfileIndex,
+    ProfileStore,
+)
+
+
+class _Inline(Executor):
+    """Runs background work at once (tests, one-shot scripts)."""
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def]
+        from concurrent.futures import Future
+
+        future: Future[object] = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as exc:  # noqa: BLE001 - handed to the future like a pool would
+            future.set_exception(exc)
+        return future
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -20,7 +46,27 @@ class Deps:
     chat: BaseChatModel | None = None  # None = offline: rule variants only
     tz: tzinfo = ZoneInfo("Asia/Shanghai")  # for epoch timestamps and naive ISO times
     max_text_chars: int = 4000
+    max_gate_attempts: int = 2
+    # the reply graph
+    messages: MessageStore | None = None
+    chat_states: ChatStateRegistry | None = None
+    context_usage: ContextUsageStore | None = None
+    jobs: JobQueue | None = None  # hand-off writes memory jobs here
+    stickers: object | None = None  # nodes.reply.emoji.StickerIndex
+    bot_id: str = "bot"
+    rank: RankSettings = field(default_factory=RankSettings)
+    chat_rules: ChatSettings = field(default_factory=ChatSettings)
+    auto_top_k: int = 3
+    background: Executor = field(default_factory=_Inline)  # work that must not delay a reply
+    on_job: Callable[[], None] = lambda: None  # wakes the in-process memory worker
 
     def persona_name(self, persona_id: str) -> str:
         persona = self.personas.get_persona(persona_id)
         return persona.name if persona else persona_id
+
+
+def need(dep: object | None, name: str) -> object:
+    """A reply-graph store, or a clear error when the graph was built without it."""
+    if dep is None:
+        raise RuntimeError(f"Deps.{name} is not configured: build the reply graph with it")
+    return dep

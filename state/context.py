@@ -17,8 +17,9 @@ class Context:
 
     persona_id: str = "default"
     variants: Mapping[str, str] = field(default_factory=dict)
-    max_gate_attempts: int = 2
-    auto_top_k: int = 3
+    # None: the deployment's setting (GROUPMIND_MAX_GATE_ATTEMPTS, GROUPMIND_AUTO_TOP_K)
+    max_gate_attempts: int | None = None
+    auto_top_k: int | None = None
 
 
 def as_context(value: object) -> Context:

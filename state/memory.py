@@ -38,6 +38,13 @@ class RecentMessage(BaseModel):
         return None if value is None else as_id(value, "user_id")
 
 
+class KeyFact(BaseModel):
+    """seed 000 §2.2: one long-lived fact about a person."""
+
+    type: Literal["birthday", "job", "location", "dream", "family", "pet", "other"]
+    value: str = Field(min_length=1, max_length=100)
+
+
 class MemoryJob(BaseModel):
     """A validated memory job. Ids become strings, the timestamp an aware ISO string."""
 
@@ -54,6 +61,9 @@ class MemoryJob(BaseModel):
     persona_id: str = "default"
     timestamp: str
     recent_messages: list[RecentMessage] = Field(default_factory=list)
+    # From the reply model's tools (seed 000 §3): applied to the profile as given.
+    key_facts: list[KeyFact] = Field(default_factory=list, max_length=10)
+    impression_update: str = Field(default="", max_length=500)
 
     @field_validator("request_id", "user_id", "persona_id", mode="before")
     @classmethod

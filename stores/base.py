@@ -263,3 +263,74 @@ class JobQueue(Protocol):
 
 
 Clock = Callable[[], float]
+
+
+# --- chat messages (the reply graph) ------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class StoredMessage:
+    """A chat message as stored; ``seq`` orders messages by when groupmind saw them."""
+
+    stream: str
+    message_id: str
+    platform: str
+    chat_type: ChatType
+    chat_id: str
+    user_id: str
+    user_name: str
+    content: str
+    timestamp: float
+    reply_to: str | None = None
+    mentions: list[str] = field(default_factory=list)
+    persona_id: str = "default"
+    from_bot: bool = False
+    keywords: list[str] = field(default_factory=list)
+    seq: int = 0
+
+
+@runtime_checkable
+class MessageStore(Protocol):
+    def add(self, message: StoredMessage) -> StoredMessage:
+        """Store a message (idempotent by stream + message id); returns it with its seq."""
+        ...
+
+    def get(self, stream: str, message_ids: Sequence[str]) -> list[StoredMessage]: ...
+    def window(
+        self, stream: str, *, before: float, since: float, limit: int, exclude: str | None = None
+    ) -> list[StoredMessage]:
+        """The latest ``limit`` messages with since <= timestamp <= before, oldest first."""
+        ...
+
+    def replies_to(
+        self, stream: str, message_ids: Sequence[str], limit: int
+    ) -> list[StoredMessage]: ...
+    def newer_than(self, stream: str, seq: int) -> list[StoredMessage]: ...
+    def members(self, stream: str) -> dict[str, str]:
+        """user_id -> latest user_name of everyone who spoke in the stream."""
+        ...
+
+
+@runtime_checkable
+class ChatStateRegistry(Protocol):
+    def set_state(self, stream: str, state: str) -> None: ...
+    def count(self, state: str, *, excluding: str | None = None) -> int: ...
+
+
+@dataclass(kw_only=True)
+class ContextUsage:
+    """seed 004 §4.2."""
+
+    context_id: str
+    chat_id: str
+    user_id: str
+    trigger_message_id: str
+    context_message_ids: list[str]
+    relevance_scores: dict[str, float]
+    llm_response: str | None = None
+
+
+@runtime_checkable
+class ContextUsageStore(Protocol):
+    def record(self, usage: ContextUsage) -> None: ...
+    def get(self, context_id: str) -> ContextUsage | None: ...

@@ -141,7 +141,8 @@ def group_profile(job: MemoryJob, current: Profile | None, text: str) -> Profile
 def rules_change(job: MemoryJob, persona: str, degraded: bool, current: Current) -> ProfileChange:
     info, ts = job.new_info, job.when.timestamp()
     rel = base_relationship(job, current.relationship)
-    rel.key_facts = merge_key_facts(rel.key_facts, extract_facts(info))
+    told = [f.model_dump() for f in job.key_facts]  # from the reply model's tools: as given
+    rel.key_facts = merge_key_facts(rel.key_facts, [*extract_facts(info), *told])
     prefs = [m.group(1).strip() for p in PREFERENCE for m in p.finditer(info)]
     rel.preference_keywords = unique([*rel.preference_keywords, *prefs], 20)
     aliases = [m.group(1) for p in ALIAS for m in p.finditer(info)]
@@ -149,6 +150,7 @@ def rules_change(job: MemoryJob, persona: str, degraded: bool, current: Current)
     day = job.when.date().isoformat()
     # The user's own information, in absolute form unless the gate could not vouch for it.
     line = f"{job.user_name}: {info}" if degraded else rules_parts(job, persona)[1]
+    line = job.impression_update or line
     rel.impression_text = f"{rel.impression_text}\n[{day}] {line}".strip()
     rel = finish_relationship(rel, affection_change(info), ts)
 

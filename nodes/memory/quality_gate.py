@@ -29,7 +29,7 @@ def quality_gate(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]
     offending = list(dict.fromkeys(f.text for f in found))
     if not offending:
         return {"offending": []}
-    if state.get("attempts", 0) < ctx.max_gate_attempts:
+    if state.get("attempts", 0) < (ctx.max_gate_attempts or deps.max_gate_attempts):
         return {"offending": offending}
     log.warning(
         "memory job %s: still relative after %d rewrites (%s); storing the raw text, degraded",

@@ -3,10 +3,14 @@
 from stores.sql.engine import make_engine, migrate
 from stores.sql.jobs import SqlJobQueue
 from stores.sql.lexical import SqlLexicalIndex
+from stores.sql.messages import SqlChatStates, SqlContextUsage, SqlMessageStore
 from stores.sql.personas import SqlPersonaStore
 from stores.sql.profiles import SqlProfileStore
 
 __all__ = [
+    "SqlChatStates",
+    "SqlContextUsage",
+    "SqlMessageStore",
     "SqlJobQueue",
     "SqlLexicalIndex",
     "SqlPersonaStore",

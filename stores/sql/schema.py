@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, Float, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -136,3 +146,69 @@ class EventTermRow(Base):
     tf: Mapped[int] = mapped_column(Integer)
     chat_type: Mapped[str] = mapped_column(String(16))
     chat_id: Mapped[str] = mapped_column(ID)
+
+
+class MessageRow(Base):
+    """Every chat message groupmind saw (and every reply it made), per chat stream."""
+
+    __tablename__ = "messages"
+    __table_args__ = (
+        UniqueConstraint("stream", "message_id", name="uq_messages_stream_message"),
+        Index("ix_messages_stream_time", "stream", "timestamp"),
+        Index("ix_messages_stream_reply", "stream", "reply_to"),
+    )
+
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    stream: Mapped[str] = mapped_column(String(300))  # platform:chat_type:chat_id
+    message_id: Mapped[str] = mapped_column(ID)
+    platform: Mapped[str] = mapped_column(String(64))
+    chat_type: Mapped[str] = mapped_column(String(16))
+    chat_id: Mapped[str] = mapped_column(ID)
+    user_id: Mapped[str] = mapped_column(ID)
+    user_name: Mapped[str] = mapped_column(String(128))
+    content: Mapped[str] = mapped_column(Text)
+    timestamp: Mapped[float] = mapped_column(Float)
+    reply_to: Mapped[str | None] = mapped_column(ID, nullable=True)
+    mentions: Mapped[list[str]] = mapped_column(Json, default=list)
+    persona_id: Mapped[str] = mapped_column(ID)
+    from_bot: Mapped[bool] = mapped_column(Boolean, default=False)
+    keywords: Mapped[list[str]] = mapped_column(Json, default=list)  # cut once, on store
+
+
+class ChatMemberRow(Base):
+    """Who speaks in a chat, for recognising ``@name`` and ``name:`` in text."""
+
+    __tablename__ = "chat_members"
+
+    stream: Mapped[str] = mapped_column(String(300), primary_key=True)
+    user_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    user_name: Mapped[str] = mapped_column(String(128))
+    last_seen: Mapped[float] = mapped_column(Float)
+
+
+class ChatStateRow(Base):
+    """Each stream's chat state, mirrored from its thread so the FOCUSED cap can count."""
+
+    __tablename__ = "chat_states"
+
+    stream: Mapped[str] = mapped_column(String(300), primary_key=True)
+    state: Mapped[str] = mapped_column(String(16), index=True)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class ContextUsageRow(Base):
+    """seed 004 §4.2: which context each reply was given, for later tuning."""
+
+    __tablename__ = "context_usage_records"
+    __table_args__ = (Index("ix_context_usage_chat_user", "chat_id", "user_id"),)
+
+    context_id: Mapped[str] = mapped_column(String(300), primary_key=True)
+    chat_id: Mapped[str] = mapped_column(ID)
+    user_id: Mapped[str] = mapped_column(ID)
+    trigger_message_id: Mapped[str] = mapped_column(ID)
+    context_message_ids: Mapped[list[str]] = mapped_column(Json)
+    relevance_scores: Mapped[dict[str, float]] = mapped_column(Json)
+    llm_response: Mapped[str | None] = mapped_column(Text, nullable=True)
+    user_feedback: Mapped[str | None] = mapped_column(Text, nullable=True)
+    success_indicator: Mapped[float | None] = mapped_column(Float, nullable=True)
+    created_at: Mapped[float] = mapped_column(Float, index=True)

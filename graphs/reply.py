@@ -1,0 +1,65 @@
+"""The reply graph: one run per incoming message, thread = the chat stream
+(``platform:chat_type:chat_id``), so chat state, interest, persona and the pending buffer
+carry over between messages.
+
+observe -> retrieve -> rank_context -> plan -> reply -> hand_off
+   |                       ^            |  \\-> emoji --^
+   |                       \\-(re-plan)--/   \\-> (no_reply) hand_off
+   +-> plan (ABSENT and not addressed)      ; the bot's own messages end at observe
+"""
+
+from __future__ import annotations
+
+import asyncio
+from functools import lru_cache
+from typing import Any, cast
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
+
+from nodes.deps import Deps
+from nodes.reply import VARIANTS
+from nodes.reply.observe import route_after_observe
+from nodes.reply.plan import route_after_plan
+from nodes.variants import slot
+from state.context import Context
+from state.reply import ReplyInput, ReplyOutput, ReplyState
+
+ReplyGraph = CompiledStateGraph[ReplyState, Context, ReplyInput, ReplyOutput]
+
+
+def build_reply_graph(deps: Deps, *, checkpointer: Checkpointer = None) -> ReplyGraph:
+    g = StateGraph(
+        ReplyState, context_schema=Context, input_schema=ReplyInput, output_schema=ReplyOutput
+    )
+    for name in VARIANTS:
+        # A slot picks its variant per run; typed loosely since variants share one signature.
+        g.add_node(name, cast(Any, slot(name, VARIANTS, deps)))
+    g.add_edge(START, "observe")
+    g.add_conditional_edges("observe", route_after_observe, ["retrieve", "plan", END])
+    g.add_edge("retrieve", "rank_context")
+    g.add_edge("rank_context", "plan")
+    g.add_conditional_edges(
+        "plan", route_after_plan, ["rank_context", "reply", "emoji", "hand_off"]
+    )
+    g.add_edge("reply", "hand_off")
+    g.add_edge("emoji", "hand_off")
+    g.add_edge("hand_off", END)
+    return g.compile(checkpointer=checkpointer, name="reply")
+
+
+async def make_graph() -> ReplyGraph:
+    """The entry point in langgraph.json: built once per process, off the event loop; an
+    in-process memory worker runs the jobs hand_off writes. The server supplies the
+    checkpointer."""
+    return await asyncio.to_thread(_default_graph)
+
+
+@lru_cache(maxsize=1)
+def _default_graph() -> ReplyGraph:
+    from groupmind.wiring import open_runtime
+
+    runtime = open_runtime()
+    runtime.start_background_worker()
+    return build_reply_graph(runtime.deps)

@@ -1,0 +1,58 @@
+"""The in-process memory worker: a daemon thread that runs memory jobs as hand_off writes
+them (woken at once, and polling as a fallback), so a reply never waits for memory."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from groupmind.worker import MemoryWorker
+
+log = logging.getLogger("groupmind.worker")
+
+
+class BackgroundWorker:
+    def __init__(self, worker: MemoryWorker, wake: threading.Event, poll_s: float = 1.0) -> None:
+        self.worker, self.wake, self.poll_s = worker, wake, poll_s
+        self._stop = threading.Event()
+        self._idle = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="groupmind-memory", daemon=True)
+
+    def start(self) -> BackgroundWorker:
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.wake.clear()
+            try:
+                ran = self.worker.run_next() is not None
+            except Exception:  # noqa: BLE001 - keep serving; the job keeps its error
+                log.exception("memory worker: unexpected error")
+                ran = False
+            if not ran:
+                self._idle.set()
+                self.wake.wait(self.poll_s)
+                self._idle.clear()
+
+    def drain(self, timeout_s: float = 120.0) -> bool:
+        """Wait until no job is due or running (a CLI run that must finish its memory)."""
+        deadline = time.monotonic() + timeout_s
+        self.wake.set()
+        while time.monotonic() < deadline:
+            if self._idle.is_set() and not self.wake.is_set() and not self._due():
+                return True
+            time.sleep(0.02)
+        return False
+
+    def _due(self) -> bool:
+        jobs = self.worker.jobs
+        now = time.time()
+        queued = any(row.next_attempt_at <= now for row in jobs.list("queued", 1000))
+        return queued or bool(jobs.counts().get("running", 0))
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.wake.set()
+        self._thread.join(timeout=10)

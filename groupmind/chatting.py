@@ -1,0 +1,56 @@
+"""Feeding messages to the reply graph (``replay``) or to observe + rank_context only
+(``rank``): shared by the CLI, the demo and the benchmarks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphs.reply import ReplyGraph
+from nodes.deps import Deps
+from nodes.reply import VARIANTS
+from nodes.reply.observe import validate_message
+from nodes.variants import choose, resolve_all
+from state.context import Context
+from state.validation import InputError
+
+REPLAY_KEYS = ("message_id", "action", "reason", "chat_state", "context_ids", "memory_ids", "reply")
+
+
+def reply_context(deps: Deps, variants: dict[str, str] | None = None) -> Context:
+    """Every slot's variant resolved up front, so run metadata names the exact arm."""
+    return Context(variants=resolve_all(VARIANTS, Context(variants=variants or {}), deps))
+
+
+def reply_to(graph: ReplyGraph, deps: Deps, raw: Any, context: Context) -> dict[str, Any]:
+    """One message through the reply graph on its stream's thread; a bad message raises
+    InputError before anything is stored."""
+    msg = validate_message(raw, deps)
+    config: Any = {
+        "configurable": {"thread_id": msg.stream},
+        "run_name": "reply",
+        "metadata": {
+            "stream": msg.stream,
+            "message_id": msg.message_id,
+            "variants": dict(context.variants),
+        },
+    }
+    out = graph.invoke({"message": raw}, config, context=context)
+    return {key: out.get(key) for key in REPLAY_KEYS} | {
+        "message_id": msg.message_id,
+        "sticker": out.get("sticker") or None,
+        "handed_off": out.get("handed_off", []),
+    }
+
+
+def rank_only(deps: Deps, raw: Any, context: Context) -> dict[str, Any]:
+    """Store the message and rank its context, whatever the chat's state."""
+    if not isinstance(raw, dict):
+        raise InputError("message", f"must be a JSON object, got {type(raw).__name__}")
+    observed = VARIANTS["observe"]["default"]({"message": raw}, context, deps)
+    ranker = VARIANTS["rank_context"][choose("rank_context", VARIANTS, context, deps)]
+    ranked = ranker(observed, context, deps)
+    return {
+        "message_id": observed["message_id"],
+        "context_ids": ranked["context_ids"],
+        "ranked": ranked["ranked"],
+    }

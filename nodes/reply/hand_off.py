@@ -1,0 +1,155 @@
+"""hand_off: write the exchange's memory jobs to the durable queue, store the bot's reply
+as a message, record the context used; never waits for memory (seed 003 §4.1).
+
+Jobs are built from the pending buffer, one per user who spoke in it: their own words are
+``new_info``, the bot's action (for the user it answered) ``action_summary``, the buffer
+``recent_messages``. Request ids derive from the stream and the last message, so a
+replayed message writes the same jobs again, not new ones.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from datetime import datetime
+from typing import Any, cast
+
+from nodes.deps import Deps, need
+from state.context import Context
+from state.reply import ChatMessage, PendingMessage, ReplyState
+from stores.base import ContextUsage, JobQueue, MessageStore, StoredMessage
+
+log = logging.getLogger("groupmind.reply")
+MAX_RECENT = 10
+TEMPLATE_LABELS = ("[离线规则回复]", "[表情:")
+
+
+def _request_id(stream: str, last_message_id: str, user_id: str) -> str:
+    raw = f"{stream}|{last_message_id}|{user_id}"
+    return f"mem-{hashlib.sha1(raw.encode()).hexdigest()[:20]}"
+
+
+def jobs_from_buffer(
+    pending: list[PendingMessage],
+    msg: ChatMessage,
+    persona_id: str,
+    *,
+    answered_user: str | None = None,
+    action: str = "",
+) -> list[dict[str, Any]]:
+    """One memory job per user who spoke in the buffer (the bot's own lines are context)."""
+    if not pending:
+        return []
+    last_id = pending[-1]["message_id"]
+    recent = [
+        {"user_id": p["user_id"], "user_name": p["user_name"], "content": p["content"][:500]}
+        for p in pending[-MAX_RECENT:]
+    ]
+    jobs = []
+    speakers = dict.fromkeys(p["user_id"] for p in pending if not p["from_bot"])
+    for user_id in speakers:
+        said = [p for p in pending if p["user_id"] == user_id]
+        jobs.append(
+            {
+                "request_id": _request_id(msg.stream, last_id, user_id),
+                "action_summary": action if user_id == answered_user else "",
+                "new_info": "\n".join(p["content"] for p in said)[:4000],
+                "user_id": user_id,
+                "user_name": said[-1]["user_name"],
+                "chat_type": msg.chat_type,
+                "chat_id": msg.scope_chat_id,
+                "chat_name": msg.chat_name,
+                "persona_id": persona_id,
+                "timestamp": said[-1]["timestamp"],
+                "recent_messages": [r for r in recent if r["user_id"] != user_id] or recent,
+            }
+        )
+    return jobs
+
+
+def enqueue(deps: Deps, jobs: list[dict[str, Any]]) -> list[str]:
+    queue = cast(JobQueue, need(deps.jobs, "jobs"))
+    for job in jobs:
+        queue.enqueue(job["request_id"], job)
+    if jobs:
+        deps.on_job()
+    return [job["request_id"] for job in jobs]
+
+
+def hand_off(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
+    msg = ChatMessage.model_validate(state["msg"])
+    action = state.get("action", "no_reply")
+    pending = list(state.get("pending", []))
+    persona_id = state.get("persona_id", msg.persona_id)
+    out: dict[str, Any] = {"handed_off": list(state.get("handed_off", []))}
+    said = state.get("reply", "")
+    if action in ("text_reply", "emoji_reply") and said:
+        bot_line = _store_reply(deps, msg, said, persona_id)
+        pending.append(bot_line)
+        summary = f"我回复了{msg.user_name}：“{said}”"
+        if said.startswith(TEMPLATE_LABELS):  # a template says nothing worth remembering
+            summary = f"我回复了{msg.user_name}"
+        jobs = jobs_from_buffer(pending, msg, persona_id, answered_user=msg.user_id, action=summary)
+        deps.background.submit(_record_usage, deps, state, msg, said)
+    elif len(pending) >= deps.chat_rules.buffer_max:
+        jobs = jobs_from_buffer(pending, msg, persona_id)
+    else:
+        return {**out, "pending": pending}
+    out["handed_off"] += enqueue(deps, jobs)
+    return {**out, "pending": []}
+
+
+def _store_reply(deps: Deps, msg: ChatMessage, text: str, persona_id: str) -> PendingMessage:
+    store = cast(MessageStore, need(deps.messages, "messages"))
+    when = datetime.fromtimestamp(msg.when.timestamp() + 0.001, msg.when.tzinfo)
+    reply_id = f"{msg.message_id}#reply"
+    store.add(
+        StoredMessage(
+            stream=msg.stream,
+            message_id=reply_id,
+            platform=msg.platform,
+            chat_type=msg.chat_type,
+            chat_id=msg.scope_chat_id,
+            user_id=deps.bot_id,
+            user_name=deps.persona_name(persona_id),
+            content=text,
+            timestamp=when.timestamp(),
+            reply_to=msg.message_id,
+            persona_id=persona_id,
+            from_bot=True,
+        )
+    )
+    return PendingMessage(
+        message_id=reply_id,
+        user_id=deps.bot_id,
+        user_name=deps.persona_name(persona_id),
+        content=text,
+        timestamp=when.isoformat(),
+        from_bot=True,
+    )
+
+
+def _record_usage(deps: Deps, state: ReplyState, msg: ChatMessage, said: str) -> None:
+    """seed 004 §4.2, off the reply path; a failure here is logged, never raised."""
+    if deps.context_usage is None:
+        return
+    try:
+        scores = {str(i): float(s) for i, s in state.get("ranked", [])}
+        deps.context_usage.record(
+            ContextUsage(
+                context_id=f"{msg.stream}|{msg.message_id}",
+                chat_id=msg.scope_chat_id,
+                user_id=msg.user_id,
+                trigger_message_id=msg.message_id,
+                context_message_ids=list(state.get("context_ids", [])),
+                relevance_scores={
+                    i: scores[i] for i in state.get("context_ids", []) if i in scores
+                },
+                llm_response=said,
+            )
+        )
+    except Exception:  # noqa: BLE001 - the record is for tuning; the reply already went out
+        log.exception("context-usage record for %s failed", msg.message_id)
+
+
+VARIANTS = {"hand_off": {"default": hand_off}}

@@ -1,0 +1,163 @@
+"""observe: validate and store the message, find who it addresses, update interest, and
+on a persona switch hand the old persona's buffer off before going on (seed 001 §4.4).
+
+A bad message fails here with the field and the reason, before anything is stored.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any, Literal, cast
+
+from pydantic import ValidationError
+
+from nodes.deps import Deps, need
+from nodes.reply.hand_off import enqueue, jobs_from_buffer
+from state.context import Context
+from state.reply import ChatMessage, PendingMessage, ReplyState
+from state.validation import InputError, describe_validation_error
+from stores.base import MessageStore, StoredMessage
+
+_LEADING_NAME = re.compile(r"^\s*@?([^\s:：,，]{1,32})\s*[:：,，]")
+_AT_NAME = re.compile(r"@([^\s:：,，@]{1,32})")
+_QUESTION = re.compile(
+    r"[?？]|吗\s*$|呢\s*$|什么|怎么|为什么|哪里|哪儿|多少|几点|能不能|可不可以|是不是"
+    r"|^(?:how|what|why|when|where|who|which|can|could|does|do|is|are|should)\b",
+    re.IGNORECASE,
+)
+INTEREST_MENTION = 0.5
+INTEREST_REPLY_TO_BOT = 0.4
+INTEREST_QUESTION = 0.15
+INTEREST_TOPIC = 0.1
+
+# Per-run fields, cleared at the start of every run so nothing leaks from the last one.
+FRESH: dict[str, Any] = {
+    "action": "no_reply", "reason": "", "reply": "", "sticker": {}, "context_ids": [],
+    "ranked": [], "memory_ids": [], "relation_block": "", "memory_block": "",
+    "context_fallback": "", "replans": 0, "replan": False, "tool_calls": [], "handed_off": [],
+}  # fmt: skip
+
+
+def validate_message(raw: Any, deps: Deps) -> ChatMessage:
+    if not isinstance(raw, dict):
+        raise InputError("message", f"must be a JSON object, got {type(raw).__name__}")
+    try:
+        return ChatMessage.model_validate(
+            raw, context={"tz": deps.tz, "max_text_chars": deps.max_text_chars}
+        )
+    except ValidationError as exc:
+        raise InputError("message", describe_validation_error(exc)) from None
+
+
+def textual_mentions(content: str, names: dict[str, str]) -> list[str]:
+    """Ids of the people a text addresses: ``@name`` anywhere, ``name:`` / ``name,`` first."""
+    lowered = {name.lower(): uid for name, uid in names.items() if name}
+    found = []
+    head = _LEADING_NAME.match(content)
+    for token in ([head.group(1)] if head else []) + _AT_NAME.findall(content):
+        uid = lowered.get(token.lower())
+        if uid and uid not in found:
+            found.append(uid)
+    return found
+
+
+def decayed(interest: float, since: float | None, now: float, half_life_s: float) -> float:
+    if since is None or now <= since:
+        return interest
+    return interest * math.pow(0.5, (now - since) / half_life_s)
+
+
+def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
+    msg = validate_message(state.get("message"), deps)
+    store = cast(MessageStore, need(deps.messages, "messages"))
+    out: dict[str, Any] = dict(FRESH)
+    pending = list(state.get("pending", []))
+    persona_id = msg.persona_id
+    previous = state.get("persona_id")
+    if previous and previous != persona_id and pending:
+        out["handed_off"] = enqueue(deps, jobs_from_buffer(pending, msg, previous))
+        pending = []
+
+    from_self = msg.user_id == deps.bot_id
+    names = {name: uid for uid, name in store.members(msg.stream).items()}
+    names.update({deps.bot_id: deps.bot_id, deps.persona_name(persona_id): deps.bot_id})
+    mentions = list(dict.fromkeys([*msg.mentions, *textual_mentions(msg.content, names)]))
+    mentions = [m for m in mentions if m != msg.user_id]
+    parent = store.get(msg.stream, [msg.reply_to]) if msg.reply_to else []
+    reply_to_bot = bool(parent) and (parent[0].from_bot or parent[0].user_id == deps.bot_id)
+    stored = store.add(
+        StoredMessage(
+            stream=msg.stream,
+            message_id=msg.message_id,
+            platform=msg.platform,
+            chat_type=msg.chat_type,
+            chat_id=msg.scope_chat_id,
+            user_id=msg.user_id,
+            user_name=msg.user_name,
+            content=msg.content,
+            timestamp=msg.when.timestamp(),
+            reply_to=msg.reply_to,
+            mentions=mentions,
+            persona_id=persona_id,
+            from_bot=from_self,
+        )
+    )
+    addressed = not from_self and (deps.bot_id in mentions or msg.chat_type == "private")
+    question = bool(_QUESTION.search(msg.content.strip()))
+    now = msg.when.timestamp()
+    interest = decayed(
+        state.get("interest", 0.0),
+        state.get("interest_at"),
+        now,
+        deps.chat_rules.interest_half_life_s,
+    )
+    if not from_self:
+        interest += INTEREST_MENTION * addressed + INTEREST_REPLY_TO_BOT * reply_to_bot
+        interest += INTEREST_QUESTION * question + INTEREST_TOPIC * _on_topic(state, stored)
+    pending.append(
+        PendingMessage(
+            message_id=msg.message_id,
+            user_id=msg.user_id,
+            user_name=msg.user_name,
+            content=msg.content,
+            timestamp=msg.timestamp,
+            from_bot=from_self,
+        )
+    )
+    chat_state: Literal["ABSENT", "CHAT", "FOCUSED"] = state.get("chat_state", "ABSENT")
+    return {
+        **out,
+        "msg": msg.model_dump(mode="json"),
+        "message_id": msg.message_id,
+        "stream": msg.stream,
+        "observed_seq": stored.seq,
+        "from_self": from_self,
+        "addressed": addressed,
+        "reply_to_bot": reply_to_bot,
+        "question": question,
+        "interest": round(min(1.0, interest), 4),
+        "interest_at": now,
+        "persona_id": persona_id,
+        "pending": pending,
+        "chat_state": chat_state,
+        "no_reply_count": state.get("no_reply_count", 0),
+    }
+
+
+def _on_topic(state: ReplyState, stored: StoredMessage) -> bool:
+    """Shares a keyword with what was said since the last hand-off: the talk goes on."""
+    recent = " ".join(p["content"] for p in state.get("pending", [])[-5:])
+    return bool(recent) and any(k in recent.lower() for k in stored.keywords[:6])
+
+
+def route_after_observe(state: ReplyState) -> Literal["retrieve", "plan", "__end__"]:
+    if state.get("from_self"):
+        return "__end__"  # the bot's own message, fed back: stored, nothing to decide
+    woken = state.get("addressed") or state.get("reply_to_bot")
+    if state.get("chat_state") == "ABSENT" and not woken:
+        return "plan"  # an ABSENT chat is not read closely: the short path
+    return "retrieve"
+
+
+VARIANTS = {"observe": {"default": observe}}

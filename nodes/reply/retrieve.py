@@ -1,0 +1,47 @@
+"""retrieve: what the bot remembers that bears on this message, strictly in this chat's
+scope and this persona (DESIGN.md "Isolation"): the user's relationship block (seed 000
+§4.1), the user and group profiles, and the most relevant events, injected in seed 003
+§5.1's format, quoted as data."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from nodes.deps import Deps
+from nodes.prompt_blocks import render_memory_block, render_relation_block
+from state.context import Context
+from state.reply import ChatMessage, ReplyState
+from stores.base import EventQuery
+
+
+def retrieve(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
+    msg = ChatMessage.model_validate(state["msg"])
+    persona_id = state.get("persona_id", msg.persona_id)
+    hits = deps.events.search(
+        EventQuery(
+            text=msg.content,
+            chat_type=msg.chat_type,
+            chat_id=msg.scope_chat_id,
+            persona_id=persona_id,  # strict: only this persona's conversations
+            top_k=ctx.auto_top_k or deps.auto_top_k,
+        )
+    )
+    user = deps.profiles.get_profile("user", msg.user_id)
+    group = (
+        deps.profiles.get_profile("group", msg.scope_chat_id) if msg.chat_type == "group" else None
+    )
+    events = [
+        (f"{datetime.fromtimestamp(h.event.timestamp, deps.tz):%Y-%m-%d}", h.event.text)
+        for h in hits
+    ]
+    return {
+        "relation_block": render_relation_block(deps, msg.user_id, deps.tz, msg.user_name),
+        "memory_block": render_memory_block(
+            user.summary if user else "", group.summary if group else "", events
+        ),
+        "memory_ids": [h.event.id for h in hits],
+    }
+
+
+VARIANTS = {"retrieve": {"default": retrieve}}

@@ -1,0 +1,159 @@
+"""The input message (DESIGN.md "Input message") and the reply graph's state."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+from state.reducers import merge_dicts
+from state.validation import ChatTypeField, as_id, context_limit, context_tz, parse_timestamp
+
+ChatState = Literal["ABSENT", "CHAT", "FOCUSED"]
+Action = Literal["text_reply", "emoji_reply", "no_reply"]
+MAX_MENTIONS = 50
+
+
+class ChatMessage(BaseModel):
+    """One incoming message, validated: ids as strings, an aware ISO timestamp."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    message_id: str
+    platform: str = Field(min_length=1, max_length=64)
+    chat_type: ChatTypeField
+    chat_id: str | None = Field(default=None, validate_default=True)
+    chat_name: str | None = Field(default=None, max_length=256)
+    user_id: str
+    user_name: str = Field(min_length=1, max_length=128)
+    content: str
+    timestamp: str
+    reply_to: str | None = None
+    mentions: list[str] = Field(default_factory=list)
+    persona_id: str = "default"
+
+    @field_validator("message_id", "user_id", "persona_id", "platform", mode="before")
+    @classmethod
+    def _ids(cls, value: Any) -> str:
+        return as_id(value, "id")
+
+    @field_validator("chat_id", mode="before")
+    @classmethod
+    def _chat_id(cls, value: Any, info: ValidationInfo) -> str | None:
+        chat_id = None if value is None or value == "" else as_id(value, "chat_id")
+        if chat_id is None:
+            if info.data.get("chat_type") == "private" and info.data.get("user_id"):
+                return str(info.data["user_id"])  # DESIGN.md: a private chat's id is the user's
+            raise ValueError("missing (required for a group chat)")
+        return chat_id
+
+    @field_validator("reply_to", mode="before")
+    @classmethod
+    def _reply_to(cls, value: Any) -> str | None:
+        return None if value is None or value == "" else as_id(value, "reply_to")
+
+    @field_validator("mentions", mode="before")
+    @classmethod
+    def _mentions(cls, value: Any) -> list[str]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise ValueError(f"must be a list of user ids, got {type(value).__name__}")
+        if len(value) > MAX_MENTIONS:
+            raise ValueError(f"has {len(value)} ids, over the limit of {MAX_MENTIONS}")
+        return [as_id(v, "mentions") for v in value]
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _content(cls, value: Any, info: ValidationInfo) -> str:
+        if not isinstance(value, str):
+            raise ValueError(f"must be a string, got {type(value).__name__}")
+        if not value.strip():
+            raise ValueError("empty")
+        limit = context_limit(info, "max_text_chars", 4000)
+        if len(value) > limit:
+            raise ValueError(f"is {len(value)} characters, over the limit of {limit}")
+        return value
+
+    @field_validator("timestamp", mode="before")
+    @classmethod
+    def _timestamp(cls, value: Any, info: ValidationInfo) -> str:
+        return parse_timestamp(value, context_tz(info)).isoformat()
+
+    @property
+    def stream(self) -> str:
+        """The chat stream: the reply graph's thread id (``qq:group:123456``)."""
+        return f"{self.platform}:{self.chat_type}:{self.chat_id}"
+
+    @property
+    def scope_chat_id(self) -> str:
+        assert self.chat_id is not None  # set by _chat_id
+        return self.chat_id
+
+    @property
+    def when(self) -> datetime:
+        return datetime.fromisoformat(self.timestamp)
+
+
+class PendingMessage(TypedDict):
+    """A message waiting in the buffer for the next memory hand-off."""
+
+    message_id: str
+    user_id: str
+    user_name: str
+    content: str
+    timestamp: str
+    from_bot: bool
+
+
+class ReplyInput(TypedDict):
+    message: dict[str, Any]
+
+
+class ReplyState(TypedDict, total=False):
+    message: dict[str, Any]  # the raw input of this run
+    msg: dict[str, Any]  # validated (ChatMessage), set by observe
+    message_id: str
+    stream: str
+    # kept across runs on the thread (one chat stream)
+    chat_state: ChatState
+    no_reply_count: int
+    interest: float
+    interest_at: float  # when interest was last updated, for its decay
+    persona_id: str  # the persona currently speaking in this chat
+    pending: list[PendingMessage]  # since the last memory hand-off
+    # this run
+    observed_seq: int
+    from_self: bool  # the bot's own message, fed back: store only
+    addressed: bool  # @bot, "bot:", a private message
+    reply_to_bot: bool
+    question: bool
+    relation_block: str
+    memory_block: str
+    memory_ids: list[str]
+    context_ids: list[str]
+    ranked: list[list[Any]]  # [[message_id, score], ...] best first
+    context_fallback: str  # why the most recent messages were used instead, if they were
+    replans: int
+    replan: bool  # plan saw newer messages: rank and plan again
+    action: Action
+    reason: str
+    reply: str
+    sticker: dict[str, str]
+    tool_calls: list[dict[str, Any]]
+    handed_off: list[str]  # request ids of memory jobs written this run
+    variants: Annotated[dict[str, str], merge_dicts]
+
+
+class ReplyOutput(TypedDict, total=False):
+    message_id: str
+    action: Action
+    reason: str
+    chat_state: ChatState
+    context_ids: list[str]
+    memory_ids: list[str]
+    reply: str
+    sticker: dict[str, str]
+    handed_off: list[str]
+    variants: dict[str, str]

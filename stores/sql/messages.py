@@ -1,0 +1,216 @@
+"""Chat messages, chat members, chat states and context-usage records in SQL."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from sqlalchemy import Engine, func, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from groupmind.text import keywords_of
+from stores.base import ContextUsage, StoredMessage
+from stores.sql.schema import ChatMemberRow, ChatStateRow, ContextUsageRow, MessageRow
+
+
+class SqlMessageStore:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def add(self, message: StoredMessage) -> StoredMessage:
+        kw = message.keywords or keywords_of(message.content)
+        values = {
+            "stream": message.stream,
+            "message_id": message.message_id,
+            "platform": message.platform,
+            "chat_type": message.chat_type,
+            "chat_id": message.chat_id,
+            "user_id": message.user_id,
+            "user_name": message.user_name,
+            "content": message.content,
+            "timestamp": message.timestamp,
+            "reply_to": message.reply_to,
+            "mentions": message.mentions,
+            "persona_id": message.persona_id,
+            "from_bot": message.from_bot,
+            "keywords": kw,
+        }
+        try:
+            with self.engine.begin() as conn:
+                seq = conn.execute(
+                    insert(MessageRow).values(**values).returning(MessageRow.seq)
+                ).scalar_one()
+                self._seen(conn, message)
+        except IntegrityError:  # the same message again (a replay): keep the first copy
+            existing = self.get(message.stream, [message.message_id])
+            return existing[0]
+        return StoredMessage(**{**values, "seq": int(seq)})  # type: ignore[arg-type]
+
+    def _seen(self, conn: object, message: StoredMessage) -> None:
+        key = (ChatMemberRow.stream == message.stream, ChatMemberRow.user_id == message.user_id)
+        changed = conn.execute(  # type: ignore[attr-defined]
+            update(ChatMemberRow)
+            .where(*key)
+            .values(user_name=message.user_name, last_seen=message.timestamp)
+        ).rowcount
+        if not changed:
+            conn.execute(  # type: ignore[attr-defined]
+                insert(ChatMemberRow).values(
+                    stream=message.stream,
+                    user_id=message.user_id,
+                    user_name=message.user_name,
+                    last_seen=message.timestamp,
+                )
+            )
+
+    def get(self, stream: str, message_ids: Sequence[str]) -> list[StoredMessage]:
+        if not message_ids:
+            return []
+        query = select(MessageRow).where(
+            MessageRow.stream == stream, MessageRow.message_id.in_(list(message_ids))
+        )
+        return self._fetch(query)
+
+    def window(
+        self, stream: str, *, before: float, since: float, limit: int, exclude: str | None = None
+    ) -> list[StoredMessage]:
+        query = (
+            select(MessageRow)
+            .where(
+                MessageRow.stream == stream,
+                MessageRow.timestamp <= before,
+                MessageRow.timestamp >= since,
+            )
+            .order_by(MessageRow.timestamp.desc(), MessageRow.seq.desc())
+            .limit(limit + (1 if exclude else 0))
+        )
+        rows = [m for m in self._fetch(query) if m.message_id != exclude][:limit]
+        return rows[::-1]
+
+    def replies_to(
+        self, stream: str, message_ids: Sequence[str], limit: int
+    ) -> list[StoredMessage]:
+        if not message_ids:
+            return []
+        query = (
+            select(MessageRow)
+            .where(MessageRow.stream == stream, MessageRow.reply_to.in_(list(message_ids)))
+            .order_by(MessageRow.seq.desc())
+            .limit(limit)
+        )
+        return self._fetch(query)
+
+    def newer_than(self, stream: str, seq: int) -> list[StoredMessage]:
+        query = (
+            select(MessageRow)
+            .where(MessageRow.stream == stream, MessageRow.seq > seq)
+            .order_by(MessageRow.seq)
+        )
+        return self._fetch(query)
+
+    def members(self, stream: str) -> dict[str, str]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(ChatMemberRow.user_id, ChatMemberRow.user_name).where(
+                    ChatMemberRow.stream == stream
+                )
+            )
+            return {user_id: name for user_id, name in rows}
+
+    def _fetch(self, query: object) -> list[StoredMessage]:
+        with Session(self.engine) as s:
+            return [_message(row) for row in s.scalars(query)]  # type: ignore[call-overload]
+
+
+def _message(row: MessageRow) -> StoredMessage:
+    return StoredMessage(
+        stream=row.stream,
+        message_id=row.message_id,
+        platform=row.platform,
+        chat_type=row.chat_type,  # type: ignore[arg-type]
+        chat_id=row.chat_id,
+        user_id=row.user_id,
+        user_name=row.user_name,
+        content=row.content,
+        timestamp=row.timestamp,
+        reply_to=row.reply_to,
+        mentions=list(row.mentions or []),
+        persona_id=row.persona_id,
+        from_bot=row.from_bot,
+        keywords=list(row.keywords or []),
+        seq=row.seq,
+    )
+
+
+class SqlChatStates:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def set_state(self, stream: str, state: str) -> None:
+        now = time.time()
+        with self.engine.begin() as conn:
+            changed = conn.execute(
+                update(ChatStateRow)
+                .where(ChatStateRow.stream == stream)
+                .values(state=state, updated_at=now)
+            ).rowcount
+            if not changed:
+                try:
+                    with conn.begin_nested():
+                        conn.execute(
+                            insert(ChatStateRow).values(stream=stream, state=state, updated_at=now)
+                        )
+                except IntegrityError:
+                    conn.execute(
+                        update(ChatStateRow)
+                        .where(ChatStateRow.stream == stream)
+                        .values(state=state, updated_at=now)
+                    )
+
+    def count(self, state: str, *, excluding: str | None = None) -> int:
+        query = select(func.count()).select_from(ChatStateRow).where(ChatStateRow.state == state)
+        if excluding is not None:
+            query = query.where(ChatStateRow.stream != excluding)
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar_one())
+
+
+class SqlContextUsage:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def record(self, usage: ContextUsage) -> None:
+        values = {
+            "context_id": usage.context_id,
+            "chat_id": usage.chat_id,
+            "user_id": usage.user_id,
+            "trigger_message_id": usage.trigger_message_id,
+            "context_message_ids": usage.context_message_ids,
+            "relevance_scores": usage.relevance_scores,
+            "llm_response": usage.llm_response,
+            "created_at": time.time(),
+        }
+        with self.engine.begin() as conn:
+            changed = conn.execute(
+                update(ContextUsageRow)
+                .where(ContextUsageRow.context_id == usage.context_id)
+                .values(**values)
+            ).rowcount
+            if not changed:
+                conn.execute(insert(ContextUsageRow).values(**values))
+
+    def get(self, context_id: str) -> ContextUsage | None:
+        with Session(self.engine) as s:
+            row = s.get(ContextUsageRow, context_id)
+            if row is None:
+                return None
+            return ContextUsage(
+                context_id=row.context_id,
+                chat_id=row.chat_id,
+                user_id=row.user_id,
+                trigger_message_id=row.trigger_message_id,
+                context_message_ids=list(row.context_message_ids),
+                relevance_scores=dict(row.relevance_scores),
+                llm_response=row.llm_response,
+            )
