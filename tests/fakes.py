@@ -31,9 +31,10 @@ class DownEvents:
 class FakeChat(BaseChatModel):
     """Answers with scripted messages in order; records every prompt it was sent.
 
-    A script entry is a string (plain text) or a dict (the arguments of a tool call, which
-    is how ``with_structured_output(method="function_calling")`` reads answers), or an
-    Exception to raise. ``bind_tools`` returns the model itself so structured output works.
+    A script entry is a string (plain text), a dict (the arguments of a tool call, which
+    is how ``with_structured_output(method="function_calling")`` reads answers; a
+    ``"__tool__"`` key names the tool, else ``tool_name``), a list of such dicts (several
+    calls in one message), or an Exception to raise. ``bind_tools`` returns the model itself so structured output works.
     """
 
     script: list[Any] = Field(default_factory=list)
@@ -55,9 +56,17 @@ class FakeChat(BaseChatModel):
         entry = self.script[min(len(self.prompts) - 1, len(self.script) - 1)]
         if isinstance(entry, Exception):
             raise entry
-        if isinstance(entry, dict):
-            call = {"name": self.tool_name, "args": entry, "id": "call-1", "type": "tool_call"}
-            message = AIMessage(content="", tool_calls=[call])
+        if isinstance(entry, dict | list):
+            calls = [
+                {
+                    "name": one.get("__tool__", self.tool_name),
+                    "args": {k: v for k, v in one.items() if k != "__tool__"},
+                    "id": f"call-{len(self.prompts)}-{n}",
+                    "type": "tool_call",
+                }
+                for n, one in enumerate(entry if isinstance(entry, list) else [entry])
+            ]
+            message = AIMessage(content="", tool_calls=calls)
         else:
             message = AIMessage(content=str(entry))
         return ChatResult(generations=[ChatGeneration(message=message)])

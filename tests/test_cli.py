@@ -121,11 +121,72 @@ def test_worker_once_drains_the_queue(cli: Any, tmp_path: Path) -> None:
 def test_demo_runs_and_shows_the_memory_at_work(cli: Any) -> None:
     result = cli("demo")
     assert result.exit_code == 0, result.stdout
+    out = result.stdout
     for expected in (
-        "degraded",
+        "chat is ABSENT and nobody addressed the bot",
+        "wakes the ABSENT chat",
+        "CHAT → FOCUSED",
+        "我记得：大家早，小明2026年11月25日要去北京出差",  # day 3 recalls day 1
+        "historian (degraded)",
         "rejected",
         "chat_type: unknown chat type",
-        "nothing in this scope",
         "关于小明",
     ):
-        assert expected in result.stdout
+        assert expected in out, expected
+    isolation = out[out.index("2 · isolation") :]
+    cat_group = next(
+        line for line in isolation.splitlines() if line.strip().startswith("猫咪爱好者")
+    )
+    assert "(group 1001" not in cat_group
+
+
+def test_remember_the_bundled_example_jobs(cli: Any) -> None:
+    from importlib.resources import files
+
+    path = files("groupmind.demo_data").joinpath("memory_jobs.jsonl")
+    result = cli("remember", str(path), "--json")
+    statuses = [r["status"] for r in lines(result.stdout)]
+    assert statuses.count("stored") >= 6 and statuses.count("failed") == 2  # two bad lines
+
+
+def test_replay_prints_one_object_per_message(cli: Any, tmp_path: Path) -> None:
+    from tests.graphs.reply_helpers import message
+
+    msgs = [
+        message("大家好"),
+        message("@bot 在吗", mentions=["bot"]),
+        {**message("x"), "chat_type": "dm"},
+    ]
+    result = cli("replay", str(write_jsonl(tmp_path / "m.jsonl", msgs)), "--json", "--wait-memory")
+    quiet, answered, bad = lines(result.stdout)
+    assert set(quiet) >= {
+        "message_id",
+        "action",
+        "reason",
+        "chat_state",
+        "context_ids",
+        "memory_ids",
+        "reply",
+    }
+    assert quiet["action"] == "no_reply" and answered["action"] == "text_reply"
+    assert answered["context_ids"] == [quiet["message_id"]]
+    assert (
+        bad["message_id"] == msgs[2]["message_id"]
+        and "chat_type: unknown chat type 'dm'" in bad["error"]
+    )
+    assert result.exit_code == 1
+
+
+def test_rank_prints_context_and_every_candidate(cli: Any, tmp_path: Path) -> None:
+    from tests.graphs.reply_helpers import message
+
+    a = message("我的硬盘挂载失败了", user_id="u1", user_name="alice")
+    b = message("alice: 你用的什么文件系统", user_id="u2", user_name="bob")
+    c = message("bob: ext4，挂载时报错", user_id="u1", user_name="alice")
+    result = cli("rank", str(write_jsonl(tmp_path / "r.jsonl", [a, b, c])), "--json")
+    first, second, third = lines(result.stdout)
+    assert first["ranked"] == [] and second["ranked"][0][0] == a["message_id"]
+    assert [i for i, _ in third["ranked"]][0] == b["message_id"]  # alice answers bob
+    assert third["context_ids"] == sorted(
+        third["context_ids"], key=[a["message_id"], b["message_id"]].index
+    )

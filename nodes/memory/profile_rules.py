@@ -68,6 +68,8 @@ PREFERENCE = [
     re.compile(r"\bI (?:really |also )?(?:love|like|enjoy|adore) ([a-z][a-z ]{2,30}?)(?=[,.!?]|$| and | with | so )"),
 ]  # fmt: skip
 ALIAS = [re.compile(r"叫我([^，。,.!！?？\s]{1,8})"), re.compile(r"\bcall me ([A-Z][a-z]+)")]
+_QUESTION_END = re.compile(r"[?？]\s*$")
+_AT = re.compile(r"@\S+\s*")
 POSITIVE = re.compile(
     r"谢谢|感谢|喜欢你|爱你|哈哈|开心|太好了|厉害|\b(?:thanks?|thank you|love you|awesome|great|glad)\b",
     re.I,
@@ -148,10 +150,13 @@ def rules_change(job: MemoryJob, persona: str, degraded: bool, current: Current)
     aliases = [m.group(1) for p in ALIAS for m in p.finditer(info)]
     rel.aliases = [a for a in unique([*rel.aliases, *aliases], 20) if a != job.user_name]
     day = job.when.date().isoformat()
-    # The user's own information, in absolute form unless the gate could not vouch for it.
-    line = f"{job.user_name}: {info}" if degraded else rules_parts(job, persona)[1]
-    line = job.impression_update or line
-    rel.impression_text = f"{rel.impression_text}\n[{day}] {line}".strip()
+    # The user's own information, in absolute form unless the gate could not vouch for it;
+    # questions and @-addressing say little about the person and are left out.
+    said = f"{job.user_name}: {info}" if degraded else rules_parts(job, persona)[1]
+    statements = [s for s in said.splitlines() if s.strip() and not _QUESTION_END.search(s)]
+    line = job.impression_update or "\n".join(_AT.sub("", s).strip() for s in statements)
+    if line:
+        rel.impression_text = f"{rel.impression_text}\n[{day}] {line}".strip()
     rel = finish_relationship(rel, affection_change(info), ts)
 
     old_user = current.user_profile

@@ -86,9 +86,8 @@ def hand_off(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     if action in ("text_reply", "emoji_reply") and said:
         bot_line = _store_reply(deps, msg, said, persona_id)
         pending.append(bot_line)
-        summary = f"我回复了{msg.user_name}：“{said}”"
-        if said.startswith(TEMPLATE_LABELS):  # a template says nothing worth remembering
-            summary = f"我回复了{msg.user_name}"
+        # A template reply says nothing worth remembering; a model's reply does.
+        summary = "" if said.startswith(TEMPLATE_LABELS) else f"我回复了{msg.user_name}：“{said}”"
         jobs = jobs_from_buffer(pending, msg, persona_id, answered_user=msg.user_id, action=summary)
         deps.background.submit(_record_usage, deps, state, msg, said)
     elif len(pending) >= deps.chat_rules.buffer_max:

