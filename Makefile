@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint bench bench-locomo bench-irc clean
+.PHONY: setup demo test lint bench bench-locomo bench-irc bench-latency clean
 
 $(UV):
 	$(PY) -m venv .tools
@@ -29,7 +29,7 @@ test: lint
 	$(BIN)/pytest
 
 # Benchmarks: figures printed with the machine noted; not part of `make test`.
-bench: bench-locomo bench-irc
+bench: bench-locomo bench-irc bench-latency
 
 bench-locomo: setup
 	$(BIN)/python -m benchmarks.locomo $(ARGS)
@@ -39,3 +39,6 @@ clean:
 
 bench-irc: setup
 	$(BIN)/python -m benchmarks.irc $(ARGS)
+
+bench-latency: setup
+	$(BIN)/python -m benchmarks.latency $(ARGS)

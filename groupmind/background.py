@@ -13,8 +13,10 @@ log = logging.getLogger("groupmind.worker")
 
 
 class BackgroundWorker:
-    def __init__(self, worker: MemoryWorker, wake: threading.Event, poll_s: float = 1.0) -> None:
-        self.worker, self.wake, self.poll_s = worker, wake, poll_s
+    def __init__(
+        self, worker: MemoryWorker, wake: threading.Event, poll_s: float = 1.0, yield_s: float = 1.0
+    ) -> None:
+        self.worker, self.wake, self.poll_s, self.yield_s = worker, wake, poll_s, yield_s
         self._stop = threading.Event()
         self._idle = threading.Event()
         self._thread = threading.Thread(target=self._run, name="groupmind-memory", daemon=True)
@@ -26,6 +28,8 @@ class BackgroundWorker:
     def _run(self) -> None:
         while not self._stop.is_set():
             self.wake.clear()
+            # Replies first: wait for a 0.1 s pause in replies, never more than yield_s per job.
+            self.worker.deps.foreground.wait_quiet(0.1, self.yield_s)
             try:
                 ran = self.worker.run_next() is not None
             except Exception:  # noqa: BLE001 - keep serving; the job keeps its error

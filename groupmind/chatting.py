@@ -34,7 +34,8 @@ def reply_to(graph: ReplyGraph, deps: Deps, raw: Any, context: Context) -> dict[
             "variants": dict(context.variants),
         },
     }
-    out = graph.invoke({"message": raw}, config, context=context)
+    # One checkpoint per message: a run is short and its writes (message, jobs) idempotent.
+    out = graph.invoke({"message": raw}, config, context=context, durability="exit")
     return {key: out.get(key) for key in REPLAY_KEYS} | {
         "message_id": msg.message_id,
         "sticker": out.get("sticker") or None,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -37,6 +39,41 @@ class _Inline(Executor):
         return future
 
 
+class Foreground:
+    """Which chats have a reply in flight, so background memory work can wait for a quiet
+    moment instead of competing with replies for the GIL and the cores. A run that died
+    mid-way stops counting after ``stale_s``."""
+
+    def __init__(self, stale_s: float = 2.0) -> None:
+        self.stale_s = stale_s
+        self._active: dict[str, float] = {}
+        self._last = 0.0  # the last time a reply started or finished
+        self._lock = threading.Lock()
+
+    def enter(self, key: str) -> None:
+        with self._lock:
+            self._active[key] = self._last = time.monotonic()
+
+    def leave(self, key: str) -> None:
+        with self._lock:
+            self._active.pop(key, None)
+            self._last = time.monotonic()
+
+    def quiet_for(self) -> float:
+        """Seconds since the last reply activity (0 while a reply is in flight)."""
+        now = time.monotonic()
+        with self._lock:
+            self._active = {k: t for k, t in self._active.items() if now - t < self.stale_s}
+            return 0.0 if self._active else now - self._last
+
+    def wait_quiet(self, quiet_s: float, max_wait_s: float) -> None:
+        """Until replies have paused for ``quiet_s``, or ``max_wait_s`` at most (so memory
+        is never starved by a busy chat)."""
+        deadline = time.monotonic() + max_wait_s
+        while self.quiet_for() < quiet_s and time.monotonic() < deadline:
+            time.sleep(0.005)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Deps:
     events: EventStore
@@ -59,6 +96,7 @@ class Deps:
     auto_top_k: int = 3
     background: Executor = field(default_factory=_Inline)  # work that must not delay a reply
     on_job: Callable[[], None] = lambda: None  # wakes the in-process memory worker
+    foreground: Foreground = field(default_factory=Foreground)
 
     def persona_name(self, persona_id: str) -> str:
         persona = self.personas.get_persona(persona_id)

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import chromadb
+import numpy as np
 from langchain_chroma import Chroma
 from langchain_core.embeddings import Embeddings
 
@@ -57,6 +58,14 @@ def scope_key(chat_type: str, chat_id: str, persona_id: str) -> str:
     return f"{chat_type}:{chat_id}:{persona_id}"
 
 
+def _meta(event: EventRecord) -> dict[str, Any]:
+    return {
+        **event.metadata(),
+        "chat_key": chat_key(event.chat_type, event.chat_id),
+        "scope_key": scope_key(event.chat_type, event.chat_id, event.persona_id),
+    }
+
+
 def where_for(query: EventQuery) -> dict[str, Any]:
     """One equality on a derived key for the scope: Chroma answers a single-field filter
     about four times faster than an $and of three (3.5 vs 14 ms on 5.9k events)."""
@@ -81,17 +90,50 @@ class ChromaEventStore:
         self.store = open_collection(client, EVENTS, embeddings, model_name)
 
     def upsert(self, event: EventRecord) -> None:
-        meta = {
-            **event.metadata(),
-            "chat_key": chat_key(event.chat_type, event.chat_id),
-            "scope_key": scope_key(event.chat_type, event.chat_id, event.persona_id),
-        }
-        self.store.add_texts([event.text], metadatas=[meta], ids=[event.id])
+        self.store.add_texts([event.text], metadatas=[_meta(event)], ids=[event.id])
 
-    def search(self, query: EventQuery) -> list[EventHit]:
-        found = self.store.similarity_search_with_score(
-            query.text, k=query.top_k, filter=where_for(query)
+    def upsert_many(
+        self, events: Sequence[EventRecord], vectors: Sequence[Sequence[float]] | None = None
+    ) -> None:
+        """Bulk load (re-indexing, benchmarks); ``vectors`` skips embedding when given."""
+        if vectors is None:
+            vectors = self.store.embeddings.embed_documents([e.text for e in events])  # type: ignore[union-attr]
+        self.store._collection.upsert(
+            ids=[e.id for e in events],
+            embeddings=np.asarray(vectors, dtype=np.float32),
+            documents=[e.text for e in events],
+            metadatas=[_meta(e) for e in events],
         )
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.store.embeddings.embed_query(text)  # type: ignore[union-attr]
+
+    def search(
+        self,
+        query: EventQuery,
+        *,
+        within: Sequence[str] | None = None,
+        vector: Sequence[float] | None = None,
+    ) -> list[EventHit]:
+        """Dense search in the query's scope. ``within`` (the scope's ids, known from SQL)
+        replaces Chroma's metadata filter, which costs ~48 ms at 200k events against ~9 ms
+        for an id list; every hit is checked against the scope either way. ``vector`` is
+        the query's embedding when the caller already has it."""
+        if within is not None and not within:
+            return []
+        embedding = list(vector) if vector is not None else self.embed_query(query.text)
+        found = None
+        if within is not None:
+            try:
+                found = self.store.similarity_search_by_vector_with_relevance_scores(
+                    embedding, k=query.top_k, ids=list(within)
+                )
+            except chromadb.errors.ChromaError:  # an id Chroma lacks (a write in flight)
+                found = None
+        if found is None:
+            found = self.store.similarity_search_by_vector_with_relevance_scores(
+                embedding, k=query.top_k, filter=where_for(query)
+            )
         hits = []
         for doc, distance in found:
             event = EventRecord.from_metadata(str(doc.id), doc.page_content, doc.metadata)

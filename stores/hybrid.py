@@ -15,6 +15,7 @@ from dataclasses import replace
 from stores.base import ChatType, EventHit, EventQuery, EventRecord, EventStore
 
 RRF_K = 10
+ID_LIST_MAX = 20_000  # above this a scope is searched with Chroma's own metadata filter
 DENSE_WEIGHT = 0.5
 LEXICAL_WEIGHT = 1.0
 
@@ -35,18 +36,32 @@ class HybridEventStore:
         self.depth = depth
         self.rrf_k = rrf_k
         self.weights = (dense_weight, lexical_weight)
-        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hybrid")
+        self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="hybrid")
 
     def upsert(self, event: EventRecord) -> None:
-        # Both writes are idempotent; if the second fails the job is retried and both
-        # run again, so the two sides converge.
-        self.lexical.upsert(event)
+        # Vector first: the dense search is narrowed to ids the SQL side knows, and Chroma
+        # refuses ids it does not have, so SQL must never run ahead of Chroma. Both writes
+        # are idempotent; if the second fails, the job is retried and the sides converge.
         self.vector.upsert(event)
+        self.lexical.upsert(event)
+
+    def upsert_many(
+        self, events: Sequence[EventRecord], vectors: Sequence[Sequence[float]] | None = None
+    ) -> None:
+        self.vector.upsert_many(events, vectors)  # type: ignore[attr-defined]
+        self.lexical.upsert_many(events)  # type: ignore[attr-defined]
 
     def search(self, query: EventQuery) -> list[EventHit]:
         wide = replace(query, top_k=max(self.depth, query.top_k))
         lexical = self._pool.submit(self.lexical.search, wide)
-        dense = self.vector.search(wide)
+        scope_ids = getattr(self.lexical, "scope_ids", None)
+        if scope_ids is not None and hasattr(self.vector, "embed_query"):
+            # The embedding runs in C without the GIL: overlap it with the SQL scope ids.
+            vector = self._pool.submit(self.vector.embed_query, query.text)
+            within = scope_ids(query, ID_LIST_MAX)
+            dense = self.vector.search(wide, within=within, vector=vector.result())  # type: ignore[call-arg]
+        else:
+            dense = self.vector.search(wide)
         fused: dict[str, float] = defaultdict(float)
         events: dict[str, EventRecord] = {}
         for weight, ranking in zip(self.weights, (dense, lexical.result()), strict=True):

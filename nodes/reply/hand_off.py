@@ -81,6 +81,7 @@ def hand_off(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     action = state.get("action", "no_reply")
     pending = list(state.get("pending", []))
     persona_id = state.get("persona_id", msg.persona_id)
+    deps.foreground.leave(msg.stream)  # what follows is quick; memory may run after it
     out: dict[str, Any] = {"handed_off": list(state.get("handed_off", []))}
     said = state.get("reply", "")
     if action in ("text_reply", "emoji_reply") and said:

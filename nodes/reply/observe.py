@@ -91,6 +91,8 @@ def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
         pending = []
 
     from_self = msg.user_id == deps.bot_id
+    if not from_self:
+        deps.foreground.enter(msg.stream)  # left by hand_off: memory waits for replies
     names = {name: uid for uid, name in store.members(msg.stream).items()}
     names.update({deps.bot_id: deps.bot_id, deps.persona_name(persona_id): deps.bot_id})
     mentions = list(dict.fromkeys([*msg.mentions, *textual_mentions(msg.content, names)]))

@@ -9,11 +9,12 @@ is no in-memory index to go stale.
 
 from __future__ import annotations
 
-import math
-from collections import Counter, defaultdict
+import threading
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from sqlalchemy import Engine, delete, func, insert, select
 from sqlalchemy.orm import Session
 
@@ -24,86 +25,130 @@ from stores.sql.schema import EventDocRow, EventTermRow
 K1 = 1.2
 B = 0.75
 MAX_QUERY_TERMS = 32
+# In a large scope, a term in over a quarter of the events adds almost no idf but can pull
+# tens of thousands of postings: leave it out (standard BM25 query pruning).
+PRUNE_FROM_DOCS = 1000
+PRUNE_ABOVE_SHARE = 0.25
+SCOPE_CACHE_MAX = 256  # scopes whose id lists are kept
 
 
 class SqlLexicalIndex:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._scope_ids: dict[tuple[str, str, str | None], tuple[int, list[str]]] = {}
+        self._lock = threading.Lock()
 
     def upsert(self, event: EventRecord) -> None:
-        counts = Counter(t[:64] for t in terms(index_text(event)))
+        self.upsert_many([event])
+
+    def upsert_many(self, events: Sequence[EventRecord]) -> None:
+        """Replace these events' rows and postings in one transaction."""
+        if not events:
+            return
+        ids = [e.id for e in events]
+        docs, postings = [], []
+        for event in events:
+            counts = Counter(t[:64] for t in terms(index_text(event)))
+            docs.append(
+                {
+                    "id": event.id,
+                    "chat_type": event.chat_type,
+                    "chat_id": event.chat_id,
+                    "chat_name": event.chat_name,
+                    "persona_id": event.persona_id,
+                    "user_id": event.user_id,
+                    "user_name": event.user_name,
+                    "timestamp": event.timestamp,
+                    "text": event.text,
+                    "degraded": event.degraded,
+                    "context": event.context,
+                    "length": max(1, sum(counts.values())),
+                }
+            )
+            postings += [
+                {
+                    "event_id": event.id,
+                    "term": term,
+                    "tf": tf,
+                    "chat_type": event.chat_type,
+                    "chat_id": event.chat_id,
+                    "persona_id": event.persona_id,
+                    "length": docs[-1]["length"],
+                }
+                for term, tf in counts.items()
+            ]
         with self.engine.begin() as conn:
             # Deletes first: on SQLite the transaction takes the write lock at once.
-            conn.execute(delete(EventTermRow).where(EventTermRow.event_id == event.id))
-            conn.execute(delete(EventDocRow).where(EventDocRow.id == event.id))
-            conn.execute(
-                insert(EventDocRow).values(
-                    id=event.id,
-                    chat_type=event.chat_type,
-                    chat_id=event.chat_id,
-                    chat_name=event.chat_name,
-                    persona_id=event.persona_id,
-                    user_id=event.user_id,
-                    user_name=event.user_name,
-                    timestamp=event.timestamp,
-                    text=event.text,
-                    degraded=event.degraded,
-                    context=event.context,
-                    length=max(1, sum(counts.values())),
-                )
-            )
-            if counts:
-                conn.execute(
-                    insert(EventTermRow),
-                    [
-                        {
-                            "event_id": event.id,
-                            "term": term,
-                            "tf": tf,
-                            "chat_type": event.chat_type,
-                            "chat_id": event.chat_id,
-                        }
-                        for term, tf in counts.items()
-                    ],
-                )
+            conn.execute(delete(EventTermRow).where(EventTermRow.event_id.in_(ids)))
+            conn.execute(delete(EventDocRow).where(EventDocRow.id.in_(ids)))
+            conn.execute(insert(EventDocRow), docs)
+            if postings:
+                conn.execute(insert(EventTermRow), postings)
 
     def search(self, query: EventQuery) -> list[EventHit]:
         wanted = list(dict.fromkeys(t[:64] for t in terms(query.text)))[:MAX_QUERY_TERMS]
         if not wanted:
             return []
-        filters = _filters(query)
         with self.engine.connect() as conn:
             n_docs, avg_len = conn.execute(
-                select(func.count(), func.avg(EventDocRow.length)).where(*filters)
+                select(func.count(), func.avg(EventDocRow.length)).where(*_filters(query))
             ).one()
             if not n_docs:
                 return []
-            postings = conn.execute(
-                select(
-                    EventTermRow.event_id, EventTermRow.term, EventTermRow.tf, EventDocRow.length
-                )
-                .join(EventDocRow, EventDocRow.id == EventTermRow.event_id)
-                .where(
-                    EventTermRow.chat_type == query.chat_type,
-                    EventTermRow.chat_id == query.chat_id,
-                    EventTermRow.term.in_(wanted),
-                    *filters,
-                )
-            ).all()
-        df: Counter[str] = Counter(p.term for p in postings)
-        scores: dict[str, float] = defaultdict(float)
-        avg = float(avg_len or 1.0)
-        for p in postings:
-            idf = math.log(1.0 + (n_docs - df[p.term] + 0.5) / (df[p.term] + 0.5))
-            norm = p.tf + K1 * (1.0 - B + B * p.length / avg)
-            scores[p.event_id] += idf * p.tf * (K1 + 1.0) / norm
-        best = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[: query.top_k]
+            if n_docs >= PRUNE_FROM_DOCS:
+                wanted = self._prune(conn, query, wanted, n_docs)
+            postings = conn.execute(_postings(query, wanted)).all()
+        if not postings:
+            return []
+        best = bm25_top(postings, n_docs, float(avg_len or 1.0), query.top_k)
         events = {e.id: e for e in self.get([event_id for event_id, _ in best])}
         return [
             EventHit(events[event_id], score)
             for event_id, score in best
             if event_id in events and query.admits(events[event_id])
         ]
+
+    @staticmethod
+    def _prune(conn: Any, query: EventQuery, wanted: list[str], n_docs: int) -> list[str]:
+        scope = (EventTermRow.chat_type == query.chat_type, EventTermRow.chat_id == query.chat_id)
+        df = dict(
+            conn.execute(
+                select(EventTermRow.term, func.count())
+                .where(*scope, EventTermRow.term.in_(wanted))
+                .group_by(EventTermRow.term)
+            ).all()
+        )
+        kept = [t for t in wanted if 0 < df.get(t, 0) <= PRUNE_ABOVE_SHARE * n_docs]
+        return kept or sorted(wanted, key=lambda t: df.get(t, 0))[:1]
+
+    def scope_ids(self, query: EventQuery, limit: int) -> list[str] | None:
+        """The ids of every event the query's scope and filters admit, or None when there
+        are more than ``limit``. For a plain scope (no user or time filter) the list is
+        kept and reused while the scope's count is unchanged (an index-only count); it
+        only narrows the dense search, so a stale list can leave out a new event for a
+        moment but never lets another scope's event in."""
+        filters = _filters(query)
+        plain = query.user_id is None and query.time_from is None and query.time_to is None
+        key = (query.chat_type, query.chat_id, query.persona_id)
+        with self.engine.connect() as conn:
+            if plain:
+                count = conn.execute(
+                    select(func.count()).select_from(EventDocRow).where(*filters)
+                ).scalar_one()
+                cached = self._scope_ids.get(key)
+                if cached is not None and cached[0] == count:
+                    return cached[1] if count <= limit else None
+            ids = list(
+                conn.execute(select(EventDocRow.id).where(*filters).limit(limit + 1)).scalars()
+            )
+        if len(ids) > limit:
+            return None
+        if plain:
+            with self._lock:
+                self._scope_ids[key] = (len(ids), ids)
+                while len(self._scope_ids) > SCOPE_CACHE_MAX:
+                    self._scope_ids.pop(next(iter(self._scope_ids)))
+        return ids
 
     def get(self, ids: Sequence[str]) -> list[EventRecord]:
         if not ids:
@@ -127,6 +172,43 @@ def index_text(event: EventRecord) -> str:
     """What BM25 sees: who said it (a degraded text may only say "I"), the text, and the
     message it answered."""
     return f"{event.user_name} {event.text} {event.context}"
+
+
+def bm25_top(
+    postings: Sequence[Any], n_docs: int, avg_len: float, k: int
+) -> list[tuple[str, float]]:
+    """BM25 over (event_id, term, tf, length) rows, vectorised; the best ``k``, ties by id."""
+    ids, id_index = np.unique(np.array([p[0] for p in postings], dtype=object), return_inverse=True)
+    term_names, term_index = np.unique(
+        np.array([p[1] for p in postings], dtype=object), return_inverse=True
+    )
+    tf = np.array([p[2] for p in postings], dtype=np.float64)
+    length = np.array([p[3] for p in postings], dtype=np.float64)
+    df = np.bincount(term_index, minlength=len(term_names))  # each (event, term) row is unique
+    idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
+    gain = idf[term_index] * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / avg_len))
+    scores = np.bincount(id_index, weights=gain, minlength=len(ids))
+    top = np.argsort(-scores, kind="stable")[:k]  # ids are sorted, so ties go by id
+    return [(str(ids[i]), float(scores[i])) for i in top]
+
+
+def _postings(query: EventQuery, wanted: list[str]) -> Any:
+    """The query terms' postings in scope: from the covering index alone, unless a user or
+    time filter needs the documents."""
+    stmt = select(
+        EventTermRow.event_id, EventTermRow.term, EventTermRow.tf, EventTermRow.length
+    ).where(
+        EventTermRow.chat_type == query.chat_type,
+        EventTermRow.chat_id == query.chat_id,
+        EventTermRow.term.in_(wanted),
+    )
+    if query.persona_id is not None:
+        stmt = stmt.where(EventTermRow.persona_id == query.persona_id)
+    if query.user_id is not None or query.time_from is not None or query.time_to is not None:
+        stmt = stmt.join(EventDocRow, EventDocRow.id == EventTermRow.event_id).where(
+            *_filters(query)
+        )
+    return stmt
 
 
 def _filters(query: EventQuery) -> list[Any]:

@@ -117,7 +117,10 @@ class EventDocRow(Base):
     metadata so keyword search and its filters run in SQL."""
 
     __tablename__ = "event_docs"
-    __table_args__ = (Index("ix_event_docs_scope", "chat_type", "chat_id", "persona_id"),)
+    # Covering: scope statistics (count, mean length) and scope ids read the index only.
+    __table_args__ = (
+        Index("ix_event_docs_scope_stats", "chat_type", "chat_id", "persona_id", "length", "id"),
+    )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
     chat_type: Mapped[str] = mapped_column(String(16))
@@ -134,10 +137,22 @@ class EventDocRow(Base):
 
 
 class EventTermRow(Base):
-    """Postings: term frequency per event, with the scope copied in for the index."""
+    """Postings: term frequency per event, with the scope, persona and document length
+    copied in so a scoped keyword search reads one covering index, no join."""
 
     __tablename__ = "event_terms"
-    __table_args__ = (Index("ix_event_terms_scope_term", "chat_type", "chat_id", "term"),)
+    __table_args__ = (
+        Index(
+            "ix_event_terms_lookup",
+            "chat_type",
+            "chat_id",
+            "term",
+            "persona_id",
+            "event_id",
+            "tf",
+            "length",
+        ),  # fmt: skip
+    )
 
     event_id: Mapped[str] = mapped_column(
         ID, ForeignKey("event_docs.id", ondelete="CASCADE"), primary_key=True
@@ -146,6 +161,8 @@ class EventTermRow(Base):
     tf: Mapped[int] = mapped_column(Integer)
     chat_type: Mapped[str] = mapped_column(String(16))
     chat_id: Mapped[str] = mapped_column(ID)
+    persona_id: Mapped[str] = mapped_column(ID, server_default="default")
+    length: Mapped[int] = mapped_column(Integer, server_default="1")
 
 
 class MessageRow(Base):

@@ -220,3 +220,33 @@ def test_a_missing_field_is_named(deps: Deps) -> None:
     del msg["platform"]
     with pytest.raises(InputError, match="platform: missing"):
         Chat(deps).send(msg)
+
+
+def test_the_variants_a_run_used_reach_its_trace_metadata(deps: Deps) -> None:
+    """What LangSmith would show: a recording tracer instead of the network (GOTCHAS)."""
+    from langchain_core.tracers.base import BaseTracer
+
+    from groupmind.chatting import reply_context, reply_to
+
+    class Recorder(BaseTracer):
+        def __init__(self) -> None:
+            super().__init__()
+            self.roots: list[Any] = []
+
+        def _persist_run(self, run: Any) -> None:
+            self.roots.append(run)
+
+    recorder = Recorder()
+    chat = Chat(deps)
+    context = reply_context(deps, {"rank_context": "recent"})
+    graph = chat.graph.with_config(callbacks=[recorder])
+    out = reply_to(graph, deps, message("@bot 在吗", **BOT), context)  # type: ignore[arg-type]
+    (root,) = recorder.roots
+    assert root.name == "reply" and root.metadata["variants"]["rank_context"] == "recent"
+    assert (
+        root.metadata["variants"]["plan"] == "rules"
+        and root.metadata["message_id"] == out["message_id"]
+    )
+    assert (
+        chat.state(message("x"))["variants"]["rank_context"] == "recent"
+    )  # and in the thread's state

@@ -1,0 +1,253 @@
+"""Foreground latency of the reply graph at 1k, 10k and 200k stored events.
+
+Each scale gets a fresh data dir filled with synthetic Chinese events spread over 50 group
+chats (texts from a pool whose e5 vectors are computed once and cached; each event's vector
+is its text's plus a little noise, so the index holds N distinct points). Then 200 messages
+that address the bot (so every node runs) go through the reply graph with its SQLite
+checkpointer and the in-process memory worker running, in two arms: the rule variants, and
+a stub chat model (plan and reply ``llm``, answering at once) to show the graph's own cost
+around a model. Per-node times come from LangChain callbacks; "searchable" is the time from
+the end of a reply to its memory job's event being found in the store.
+
+    make bench-latency                              # 1k, 10k, 200k
+    make bench-latency ARGS="--scales 1000 --messages 50"
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import time
+from collections import defaultdict
+from dataclasses import replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from uuid import UUID
+
+import numpy as np
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from rich.console import Console
+from rich.progress import Progress
+from rich.table import Table
+
+from benchmarks.common import machine, pct
+from graphs.reply import build_reply_graph
+from groupmind.chatting import reply_context, reply_to
+from groupmind.checkpoint import make_checkpointer
+from groupmind.settings import Settings
+from groupmind.wiring import build_runtime
+from stores.base import EventRecord, Persona
+
+NODES = ("observe", "retrieve", "rank_context", "plan", "reply", "emoji", "hand_off")
+USERS = ["小明", "阿强", "莉莉", "老王", "小红", "大刘", "阿杰", "小美"]
+THINGS = ["去北京出差", "学 LangGraph 的检查点", "给橘猫打疫苗", "准备考研", "换了新工作", "搬家到杭州",
+          "开始跑马拉松", "买了新显卡", "写毕业论文", "去日本旅行", "学做红烧肉", "装修新房子",
+          "面试字节跳动", "养了一只柯基", "报名了吉他课", "修好了服务器的 bug", "参加朋友婚礼",
+          "准备雅思考试", "研究 Rust 异步", "周末去爬山"]  # fmt: skip
+console = Console()
+# The memory worker: off (as when `groupmind worker` runs in its own process against a
+# Chroma server), then in-process, yielding to replies; messages come back to back.
+ARMS = ("rules, memory elsewhere", "rules", "stub model")
+
+
+class StubChat(BaseChatModel):
+    """Answers at once: a plan (as a tool call) or a short reply. Measures the graph, not a model."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "stub"
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        if kw.get("tools") and kw["tools"][0]["function"]["name"] == "Plan":
+            call = {
+                "name": "Plan",
+                "args": {"action": "text_reply", "reason": "stub"},
+                "id": "1",
+                "type": "tool_call",
+            }
+            return ChatResult(
+                generations=[ChatGeneration(message=AIMessage(content="", tool_calls=[call]))]
+            )
+        return ChatResult(
+            generations=[ChatGeneration(message=AIMessage(content="好的，我记住了。"))]
+        )
+
+    def bind_tools(self, tools: Any, **kw: Any) -> Any:  # type: ignore[override]
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools])
+
+
+class NodeTimer(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.started: dict[UUID, tuple[str, float]] = {}
+        self.ms: dict[str, list[float]] = defaultdict(list)
+
+    def on_chain_start(
+        self, serialized: Any, inputs: Any, *, run_id: UUID, metadata: Any = None, **kw: Any
+    ) -> None:
+        node = (metadata or {}).get("langgraph_node")
+        if node in NODES and kw.get("name") == node:
+            self.started[run_id] = (node, time.perf_counter())
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kw: Any) -> None:
+        if run_id in self.started:
+            node, t0 = self.started.pop(run_id)
+            self.ms[node].append((time.perf_counter() - t0) * 1000)
+
+
+def pool(cache: Path, embeddings: Any, size: int = 2000) -> tuple[list[str], np.ndarray]:
+    rng = random.Random(1)
+    texts = [f"{rng.choice(USERS)}2026年{rng.randint(1, 12)}月{rng.randint(1, 28)}日{rng.choice(THINGS)}，"
+             f"说{rng.choice(['很开心', '有点累', '挺顺利', '还在犹豫', '需要帮忙'])}" for _ in range(size)]  # fmt: skip
+    path = cache / f"pool-{size}.npy"
+    if path.exists():
+        return texts, np.load(path)
+    cache.mkdir(parents=True, exist_ok=True)
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("embedding the text pool (cached afterwards)", total=size)
+        vectors = []
+        for i in range(0, size, 64):
+            vectors += embeddings.embed_documents(texts[i : i + 64])
+            progress.advance(task, 64)
+    np.save(path, np.asarray(vectors, dtype=np.float32))
+    return texts, np.load(path)
+
+
+def populate(runtime: Any, n: int, texts: list[str], vectors: np.ndarray) -> float:
+    rng = np.random.default_rng(7)
+    t0 = time.perf_counter()
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task(f"storing {n:,} events", total=n)
+        for start in range(0, n, 2000):
+            idx = np.arange(start, min(n, start + 2000))
+            noisy = vectors[idx % len(texts)] + rng.normal(
+                0, 0.01, (len(idx), vectors.shape[1])
+            ).astype(np.float32)
+            noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
+            events = [
+                EventRecord(id=f"ev{i}", text=texts[i % len(texts)], timestamp=1_790_000_000.0 + i, user_id=f"u{i % 8}",
+                            user_name=USERS[i % 8], chat_type="group", chat_id=str(1001 + i % 50), persona_id="default")
+                for i in idx
+            ]  # fmt: skip
+            runtime.deps.events.upsert_many(events, noisy)
+            progress.advance(task, len(idx))
+    return time.perf_counter() - t0
+
+
+def run_arm(
+    runtime: Any, graph: Any, deps: Any, variants: dict[str, str], platform: str, count: int
+) -> dict[str, Any]:
+    context = reply_context(deps, variants)
+    timer = NodeTimer()
+    whole, rng = [], random.Random(3)
+    for i in range(count):
+        msg = {"message_id": f"{platform}-{i}", "platform": platform, "chat_type": "group", "chat_id": "1001",
+               "chat_name": "技术交流群", "user_id": f"u{i % 8}", "user_name": USERS[i % 8],
+               "content": f"@小爱 {rng.choice(USERS)}最近是不是在{rng.choice(THINGS)}？", "mentions": ["bot"],
+               "timestamp": 1_795_000_000 + 30 * i}  # fmt: skip
+        config: Any = {
+            "configurable": {"thread_id": f"{platform}:group:1001"},
+            "callbacks": [timer],
+        }
+        t0 = time.perf_counter()
+        graph.invoke({"message": msg}, config, context=context, durability="exit")
+        whole.append((time.perf_counter() - t0) * 1000)
+    return {"whole": whole, **timer.ms}
+
+
+def searchable(runtime: Any, graph: Any, deps: Any, count: int) -> list[float]:
+    context = reply_context(deps)
+    waits = []
+    for i in range(count):
+        msg = {"message_id": f"s-{i}", "platform": "probe", "chat_type": "group", "chat_id": "1001",
+               "user_id": "u1", "user_name": "阿强", "content": f"@小爱 我第{i}次说：周末去爬山", "mentions": ["bot"],
+               "timestamp": 1_796_000_000 + 30 * i}  # fmt: skip
+        out = reply_to(graph, deps, msg, context)
+        t0 = time.perf_counter()
+        while not deps.events.get(out["handed_off"]) and time.perf_counter() - t0 < 30:
+            time.sleep(0.005)
+        waits.append((time.perf_counter() - t0) * 1000)
+    return waits
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--scales", type=int, nargs="+", default=[1000, 10000, 200000])
+    parser.add_argument("--messages", type=int, default=200)
+    parser.add_argument("--work-dir", type=Path, default=Path(".groupmind/bench-latency"))
+    parser.add_argument("--out", type=Path, default=Path("bench-results"))
+    args = parser.parse_args()
+    console.print(f"[bold]reply-graph latency[/bold] on {machine()}")
+    report: dict[str, Any] = {"machine": machine(), "scales": {}}
+    texts, vectors = None, None
+    for n in args.scales:
+        shutil.rmtree(args.work_dir / str(n), ignore_errors=True)
+        runtime = build_runtime(Settings(data_dir=args.work_dir / str(n)))
+        runtime.deps.personas.put_persona(Persona(persona_id="default", name="小爱"))
+        if texts is None:
+            texts, vectors = pool(args.work_dir.parent / "bench-cache", runtime.embeddings)
+        load_s = populate(runtime, n, texts, vectors)  # type: ignore[arg-type]
+        checkpointer = make_checkpointer(runtime.settings)
+        arms: dict[str, Any] = {}
+        stub = replace(runtime.deps, chat=StubChat())
+        for name, deps, variants, platform in (
+            ("rules, memory elsewhere", runtime.deps, {}, "solo"),
+            ("rules", runtime.deps, {}, "qq"),
+            ("stub model", stub, {"plan": "llm", "reply": "llm"}, "stub"),
+        ):
+            if name != ARMS[0]:
+                runtime.start_background_worker().drain()
+            graph = build_reply_graph(deps, checkpointer=checkpointer)
+            arms[name] = run_arm(runtime, graph, deps, variants, platform, args.messages)
+        graph = build_reply_graph(runtime.deps, checkpointer=checkpointer)
+        runtime.background.drain()  # type: ignore[union-attr]
+        arms["searchable"] = searchable(runtime, graph, runtime.deps, 30)
+        runtime.background.stop()  # type: ignore[union-attr]
+        report["scales"][n] = {"load_s": load_s, **{k: v for k, v in arms.items()}}
+        print_scale(n, load_s, arms)
+    args.out.mkdir(exist_ok=True)
+    out = args.out / f"latency-{datetime.now():%Y%m%d-%H%M%S}.json"
+    out.write_text(json.dumps(report, indent=1))
+    console.print(f"written: {out}")
+
+
+def print_scale(n: int, load_s: float, arms: dict[str, Any]) -> None:
+    table = Table(title=f"{n:,} stored events (loaded in {load_s:.0f} s) — ms, p50 / p95")
+    table.add_column("arm")
+    for col in ("whole", *[x for x in NODES if x != "emoji"]):
+        table.add_column(col, justify="right")
+    for arm in ARMS:
+        r = arms[arm]
+        cells = [
+            f"{pct(r.get(k, []), 50):.1f} / {pct(r.get(k, []), 95):.1f}"
+            for k in ("whole", *NODES)
+            if k != "emoji"
+        ]
+        table.add_row(arm, *cells)
+    console.print(table)
+    for arm in ("rules, memory elsewhere", "rules"):
+        r = arms[arm]
+        for label, target in (("whole", 60), ("retrieve", 40), ("hand_off", 5)):
+            p95 = pct(r[label], 95)
+            ok = "[green]met[/]" if p95 <= target else "[red]MISSED[/]"
+            console.print(f"  {arm}: {label} p95 {p95:.1f} ms (target ≤ {target}): {ok}")
+    s = arms["searchable"]
+    ok = "[green]met[/]" if pct(s, 95) <= 2000 else "[red]MISSED[/]"
+    console.print(
+        f"  hand-off → searchable p50 {pct(s, 50):.0f} ms, p95 {pct(s, 95):.0f} ms (target ≤ 2000): {ok}"
+    )
+
+
+if __name__ == "__main__":
+    main()
