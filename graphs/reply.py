@@ -2,10 +2,12 @@
 (``platform:chat_type:chat_id``), so chat state, interest, persona and the pending buffer
 carry over between messages.
 
-observe -> retrieve -> rank_context -> plan -> reply -> hand_off
-   |                       ^            |  \\-> emoji --^
-   |                       \\-(re-plan)--/   \\-> (no_reply) hand_off
-   +-> plan (ABSENT and not addressed)      ; the bot's own messages end at observe
+observe --+--> retrieve ------+--> plan --> reply --> hand_off
+          +--> rank_context --+     |  \\--> emoji ---^
+          |         ^---(re-plan)---+   \\--> (no_reply) hand_off
+          +--> plan (ABSENT, not addressed); the bot's own messages end at observe
+
+retrieve and rank_context run in one step, side by side; plan runs once both are done.
 """
 
 from __future__ import annotations
@@ -37,8 +39,10 @@ def build_reply_graph(deps: Deps, *, checkpointer: Checkpointer = None) -> Reply
         # A slot picks its variant per run; typed loosely since variants share one signature.
         g.add_node(name, cast(Any, slot(name, VARIANTS, deps)))
     g.add_edge(START, "observe")
-    g.add_conditional_edges("observe", route_after_observe, ["retrieve", "plan", END])
-    g.add_edge("retrieve", "rank_context")
+    g.add_conditional_edges(
+        "observe", route_after_observe, ["retrieve", "rank_context", "plan", END]
+    )
+    g.add_edge("retrieve", "plan")
     g.add_edge("rank_context", "plan")
     g.add_conditional_edges(
         "plan", route_after_plan, ["rank_context", "reply", "emoji", "hand_off"]

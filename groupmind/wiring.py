@@ -70,7 +70,9 @@ def build_runtime(settings: Settings) -> Runtime:
     jobs = SqlJobQueue(engine)
     deps = Deps(
         events=HybridEventStore(
-            ChromaEventStore(client, embeddings, model), SqlLexicalIndex(engine)
+            ChromaEventStore(client, embeddings, model),
+            SqlLexicalIndex(engine),
+            max_vectors_held=settings.vectors_held,
         ),
         profiles=SqlProfileStore(engine),
         personas=SqlPersonaStore(engine),

@@ -104,6 +104,11 @@ class EventQuery:
             if self.time_from > self.time_to:
                 raise ValueError("time range: from is after to")
 
+    @property
+    def plain(self) -> bool:
+        """Scope and persona only: no user or time filter."""
+        return self.user_id is None and self.time_from is None and self.time_to is None
+
     def admits(self, event: EventRecord) -> bool:
         """The scope and filters as a predicate: used to double-check every hit."""
         return (
@@ -114,6 +119,16 @@ class EventQuery:
             and (self.time_from is None or event.timestamp >= self.time_from)
             and (self.time_to is None or event.timestamp <= self.time_to)
         )
+
+
+@dataclass(frozen=True)
+class ScopeMembers:
+    """The events a query's scope admits, as the SQL side knows them: ids with the time
+    each was last written, and a version (count, last write) that changes with any write."""
+
+    version: tuple[int, float]
+    ids: list[str]
+    written: list[float]
 
 
 @dataclass(frozen=True)

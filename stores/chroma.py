@@ -105,6 +105,12 @@ class ChromaEventStore:
             metadatas=[_meta(e) for e in events],
         )
 
+    def vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of these events (those Chroma has)."""
+        got = self.store._collection.get(ids=ids, include=["embeddings"])
+        vectors = got["embeddings"] if got["embeddings"] is not None else []
+        return dict(zip(got["ids"], vectors, strict=True))
+
     def embed_query(self, text: str) -> list[float]:
         return self.store.embeddings.embed_query(text)  # type: ignore[union-attr]
 

@@ -1,88 +1,137 @@
-"""Hybrid retrieval: dense (Chroma) and BM25 (SQL) rankings fused by reciprocal rank.
+"""Hybrid retrieval: dense (e5 vectors) and BM25 (SQL) rankings fused by reciprocal rank.
 
 GOTCHAS: e5 scores are bunched, so ranks fuse better than raw similarities. The defaults
 (k=10, dense weight 0.5) were chosen on LoCoMo conversations 0-4 and checked on 5-9
 (README, "Benchmarks"): on chat memories the keyword side is the stronger one.
+
+The dense side searches the scope's vectors in memory (``ScopeVectors``, exact) once they
+are loaded; until then, and for searches with a user or time filter, Chroma answers,
+narrowed to the scope's ids from SQL (its metadata filter costs ~60 ms at 200k events).
 """
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from typing import Protocol
 
-from stores.base import ChatType, EventHit, EventQuery, EventRecord, EventStore
+import numpy as np
+
+from stores.base import ChatType, EventHit, EventQuery, EventRecord, EventStore, ScopeMembers
+from stores.scope_vectors import ScopeVectors
 
 RRF_K = 10
-NARROW_FROM = 20_000  # events in the collection before the dense side is narrowed by ids
 ID_LIST_MAX = 20_000  # above this a scope is searched with Chroma's own metadata filter
 DENSE_WEIGHT = 0.5
 LEXICAL_WEIGHT = 1.0
 
 
+class DenseSide(EventStore, Protocol):
+    def upsert_many(
+        self, events: Sequence[EventRecord], vectors: Sequence[Sequence[float]] | None = None
+    ) -> None: ...
+
+    def embed_query(self, text: str) -> list[float]: ...
+
+    def vectors(self, ids: list[str]) -> dict[str, np.ndarray]: ...
+
+    def search(
+        self,
+        query: EventQuery,
+        *,
+        within: Sequence[str] | None = None,
+        vector: Sequence[float] | None = None,
+    ) -> list[EventHit]: ...
+
+
+class KeywordSide(EventStore, Protocol):
+    def upsert_many(self, events: Sequence[EventRecord]) -> None: ...
+
+    def scope_members(self, query: EventQuery, limit: int) -> ScopeMembers | None: ...
+
+
 class HybridEventStore:
     def __init__(
         self,
-        vector: EventStore,
-        lexical: EventStore,
+        vector: DenseSide,
+        lexical: KeywordSide,
         *,
         depth: int = 50,
         rrf_k: int = RRF_K,
         dense_weight: float = DENSE_WEIGHT,
         lexical_weight: float = LEXICAL_WEIGHT,
+        max_vectors_held: int = 100_000,
+        load_in_background: bool = True,
     ) -> None:
         self.vector = vector
         self.lexical = lexical
         self.depth = depth
         self.rrf_k = rrf_k
         self.weights = (dense_weight, lexical_weight)
+        self.held = ScopeVectors(
+            vector.vectors, max_vectors=max_vectors_held, background=load_in_background
+        )
         self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="hybrid")
-        self._size, self._sized_at = 0, float("-inf")
 
     def upsert(self, event: EventRecord) -> None:
-        # Vector first: the dense search is narrowed to ids the SQL side knows, and Chroma
-        # refuses ids it does not have, so SQL must never run ahead of Chroma. Both writes
-        # are idempotent; if the second fails, the job is retried and the sides converge.
+        # Vector first: the dense side follows the ids SQL knows, and fetches their vectors
+        # from Chroma, so SQL must never run ahead of Chroma. Both writes are idempotent;
+        # if the second fails, the job is retried and the sides converge.
         self.vector.upsert(event)
         self.lexical.upsert(event)
 
     def upsert_many(
         self, events: Sequence[EventRecord], vectors: Sequence[Sequence[float]] | None = None
     ) -> None:
-        self.vector.upsert_many(events, vectors)  # type: ignore[attr-defined]
-        self.lexical.upsert_many(events)  # type: ignore[attr-defined]
+        self.vector.upsert_many(events, vectors)
+        self.lexical.upsert_many(events)
 
     def search(self, query: EventQuery) -> list[EventHit]:
         wide = replace(query, top_k=max(self.depth, query.top_k))
         lexical = self._pool.submit(self.lexical.search, wide)
-        if self._large():
-            # Chroma's metadata filter costs ~48 ms at 200k events: narrow the dense side
-            # to the scope's ids from SQL instead, embedding the query (C, no GIL) meanwhile.
-            vector = self._pool.submit(self.vector.embed_query, query.text)  # type: ignore[attr-defined]
-            within = self.lexical.scope_ids(query, ID_LIST_MAX)  # type: ignore[attr-defined]
-            dense = self.vector.search(wide, within=within, vector=vector.result())  # type: ignore[call-arg]
-        else:
-            dense = self.vector.search(wide)  # small: Chroma's single-key filter is cheap
+        # The query's embedding (C, no GIL) runs while SQL lists the scope.
+        embedding = self._pool.submit(self.vector.embed_query, query.text)
+        members = self.lexical.scope_members(query, ID_LIST_MAX)
+        records: dict[str, EventRecord] = {}
+        dense = self._dense(wide, members, embedding.result(), records)
+        keyword = lexical.result()
+        for hit in keyword:
+            records.setdefault(hit.event.id, hit.event)
         fused: dict[str, float] = defaultdict(float)
-        events: dict[str, EventRecord] = {}
-        for weight, ranking in zip(self.weights, (dense, lexical.result()), strict=True):
-            for rank, hit in enumerate(ranking):
-                fused[hit.event.id] += weight / (self.rrf_k + rank + 1)
-                events.setdefault(hit.event.id, hit.event)
+        rankings = (dense, [h.event.id for h in keyword])
+        for weight, ranking in zip(self.weights, rankings, strict=True):
+            for rank, event_id in enumerate(ranking):
+                fused[event_id] += weight / (self.rrf_k + rank + 1)
         best = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[: query.top_k]
-        return [EventHit(events[i], score) for i, score in best if query.admits(events[i])]
+        missing = [i for i, _ in best if i not in records]
+        records.update({e.id: e for e in self.lexical.get(missing)})
+        return [
+            EventHit(records[i], score)
+            for i, score in best
+            if i in records and query.admits(records[i])  # never trust a side blindly
+        ]
 
-    def _large(self) -> bool:
-        """Whether the collection is big enough for id narrowing (its size read at most
-        every 30 s); only when both sides support it."""
-        if not (hasattr(self.lexical, "scope_ids") and hasattr(self.vector, "embed_query")):
-            return False
-        now = time.monotonic()
-        if now - self._sized_at > 30:
-            self._size, self._sized_at = self.vector.count(), now
-        return self._size >= NARROW_FROM
+    def _dense(
+        self,
+        query: EventQuery,
+        members: ScopeMembers | None,
+        vector: list[float],
+        records: dict[str, EventRecord],
+    ) -> list[str]:
+        """The dense ranking (ids, best first), from memory when the scope is held."""
+        if members is not None and not members.ids:
+            return []
+        if members is not None and query.plain:
+            key = (query.chat_type, query.chat_id, query.persona_id)
+            held = self.held.search(key, members, vector, query.top_k)
+            if held is not None:
+                return [event_id for event_id, _ in held]
+        within = members.ids if members is not None else None
+        hits = self.vector.search(query, within=within, vector=vector)
+        records.update({h.event.id: h.event for h in hits})
+        return [h.event.id for h in hits]
 
     def get(self, ids: Sequence[str]) -> list[EventRecord]:
         found = {e.id: e for e in self.vector.get(ids)}

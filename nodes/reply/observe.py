@@ -164,13 +164,14 @@ def _on_topic(state: ReplyState, stored: StoredMessage) -> bool:
     return bool(recent) and any(k in recent.lower() for k in stored.keywords[:6])
 
 
-def route_after_observe(state: ReplyState) -> Literal["retrieve", "plan", "__end__"]:
+def route_after_observe(state: ReplyState) -> str | list[str]:
     if state.get("from_self"):
         return "__end__"  # the bot's own message, fed back: stored, nothing to decide
     woken = state.get("addressed") or state.get("reply_to_bot")
     if state.get("chat_state") == "ABSENT" and not woken:
         return "plan"  # an ABSENT chat is not read closely: the short path
-    return "retrieve"
+    # Independent reads, run side by side: the query's embedding is in C, off the GIL.
+    return ["retrieve", "rank_context"]
 
 
 VARIANTS = {"observe": {"default": observe}}

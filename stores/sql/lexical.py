@@ -10,6 +10,7 @@ is no in-memory index to go stale.
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -19,7 +20,7 @@ from sqlalchemy import Engine, delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from groupmind.text import terms
-from stores.base import ChatType, EventHit, EventQuery, EventRecord
+from stores.base import ChatType, EventHit, EventQuery, EventRecord, ScopeMembers
 from stores.sql.schema import EventDocRow, EventTermRow
 
 K1 = 1.2
@@ -29,13 +30,13 @@ MAX_QUERY_TERMS = 32
 # tens of thousands of postings: leave it out (standard BM25 query pruning).
 PRUNE_FROM_DOCS = 1000
 PRUNE_ABOVE_SHARE = 0.25
-SCOPE_CACHE_MAX = 256  # scopes whose id lists are kept
+SCOPE_CACHE_MAX = 256  # scopes whose member lists are kept
 
 
 class SqlLexicalIndex:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._scope_ids: dict[tuple[str, str, str | None], tuple[int, list[str]]] = {}
+        self._scopes: dict[tuple[str, str, str | None], ScopeMembers] = {}
         self._lock = threading.Lock()
 
     def upsert(self, event: EventRecord) -> None:
@@ -47,6 +48,7 @@ class SqlLexicalIndex:
             return
         ids = [e.id for e in events]
         docs, postings = [], []
+        now = time.time()
         for event in events:
             counts = Counter(t[:64] for t in terms(index_text(event)))
             docs.append(
@@ -63,6 +65,7 @@ class SqlLexicalIndex:
                     "degraded": event.degraded,
                     "context": event.context,
                     "length": max(1, sum(counts.values())),
+                    "indexed_at": now,
                 }
             )
             postings += [
@@ -121,34 +124,34 @@ class SqlLexicalIndex:
         kept = [t for t in wanted if 0 < df.get(t, 0) <= PRUNE_ABOVE_SHARE * n_docs]
         return kept or sorted(wanted, key=lambda t: df.get(t, 0))[:1]
 
-    def scope_ids(self, query: EventQuery, limit: int) -> list[str] | None:
-        """The ids of every event the query's scope and filters admit, or None when there
-        are more than ``limit``. For a plain scope (no user or time filter) the list is
-        kept and reused while the scope's count is unchanged (an index-only count); it
-        only narrows the dense search, so a stale list can leave out a new event for a
-        moment but never lets another scope's event in."""
+    def scope_members(self, query: EventQuery, limit: int) -> ScopeMembers | None:
+        """Every event the query's scope and filters admit, or None when there are more
+        than ``limit``. For a plain scope the list is kept and reused while the scope's
+        version (count and last write, read from the index alone) is unchanged."""
         filters = _filters(query)
-        plain = query.user_id is None and query.time_from is None and query.time_to is None
         key = (query.chat_type, query.chat_id, query.persona_id)
         with self.engine.connect() as conn:
-            if plain:
-                count = conn.execute(
-                    select(func.count()).select_from(EventDocRow).where(*filters)
-                ).scalar_one()
-                cached = self._scope_ids.get(key)
-                if cached is not None and cached[0] == count:
-                    return cached[1] if count <= limit else None
-            ids = list(
-                conn.execute(select(EventDocRow.id).where(*filters).limit(limit + 1)).scalars()
-            )
-        if len(ids) > limit:
+            count, last = conn.execute(
+                select(func.count(), func.max(EventDocRow.indexed_at)).where(*filters)
+            ).one()
+            version = (int(count), float(last or 0.0))
+            cached = self._scopes.get(key) if query.plain else None
+            if cached is not None and cached.version == version:
+                return cached if count <= limit else None
+            if count > limit:
+                return None
+            rows = conn.execute(
+                select(EventDocRow.id, EventDocRow.indexed_at).where(*filters).limit(limit + 1)
+            ).all()
+        members = ScopeMembers(version, [r[0] for r in rows], [float(r[1]) for r in rows])
+        if len(members.ids) > limit:
             return None
-        if plain:
+        if query.plain:
             with self._lock:
-                self._scope_ids[key] = (len(ids), ids)
-                while len(self._scope_ids) > SCOPE_CACHE_MAX:
-                    self._scope_ids.pop(next(iter(self._scope_ids)))
-        return ids
+                self._scopes[key] = members
+                while len(self._scopes) > SCOPE_CACHE_MAX:
+                    self._scopes.pop(next(iter(self._scopes)))
+        return members
 
     def get(self, ids: Sequence[str]) -> list[EventRecord]:
         if not ids:

@@ -117,9 +117,18 @@ class EventDocRow(Base):
     metadata so keyword search and its filters run in SQL."""
 
     __tablename__ = "event_docs"
-    # Covering: scope statistics (count, mean length) and scope ids read the index only.
+    # Covering: scope statistics (count, mean length, last write) and the scope's ids with
+    # their write times read the index only.
     __table_args__ = (
-        Index("ix_event_docs_scope_stats", "chat_type", "chat_id", "persona_id", "length", "id"),
+        Index(
+            "ix_event_docs_scope_stats",
+            "chat_type",
+            "chat_id",
+            "persona_id",
+            "length",
+            "indexed_at",
+            "id",
+        ),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
@@ -134,6 +143,7 @@ class EventDocRow(Base):
     degraded: Mapped[bool] = mapped_column(Boolean, default=False)
     context: Mapped[str] = mapped_column(Text, default="")
     length: Mapped[int] = mapped_column(Integer)
+    indexed_at: Mapped[float] = mapped_column(Float, server_default="0")
 
 
 class EventTermRow(Base):

@@ -43,13 +43,25 @@ def test_the_graph_is_wired_as_designed(deps: Deps) -> None:
     edges = {(e.source, e.target, e.conditional) for e in graph.edges}
     assert edges == {
         ("__start__", "observe", False),
-        ("observe", "retrieve", True), ("observe", "plan", True), ("observe", "__end__", True),
-        ("retrieve", "rank_context", False),
-        ("rank_context", "plan", False),
+        ("observe", "retrieve", True), ("observe", "rank_context", True),
+        ("observe", "plan", True), ("observe", "__end__", True),
+        ("retrieve", "plan", False), ("rank_context", "plan", False),
         ("plan", "rank_context", True), ("plan", "reply", True), ("plan", "emoji", True),
         ("plan", "hand_off", True),
         ("reply", "hand_off", False), ("emoji", "hand_off", False), ("hand_off", "__end__", False),
     }  # fmt: skip
+
+
+def test_retrieve_and_rank_context_run_in_one_step_and_plan_once(deps: Deps) -> None:
+    chat = Chat(deps)
+    msg = message("@bot 你在吗", **BOT)
+    chat.send(msg)
+    steps = [s.next for s in chat.graph.get_state_history(chat.config(msg))][::-1]
+    assert ("plan",) in steps and steps.count(("plan",)) == 1
+    assert steps[steps.index(("plan",)) - 1] in {
+        ("retrieve", "rank_context"),
+        ("rank_context", "retrieve"),
+    }
 
 
 def test_an_absent_chat_is_silent_until_a_mention_wakes_it(deps: Deps) -> None:

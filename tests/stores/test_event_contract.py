@@ -15,8 +15,10 @@ BACKENDS = [
     pytest.param("lexical-postgres", marks=pytest.mark.postgres),
     "chroma-persistent",
     pytest.param("chroma-server", marks=pytest.mark.chroma_server),
-    "hybrid-sqlite",
+    "hybrid-sqlite",  # dense side: Chroma narrowed to the scope's ids
+    "hybrid-held-sqlite",  # dense side: the scope's vectors held in memory
     pytest.param("hybrid-postgres", marks=pytest.mark.postgres),
+    pytest.param("hybrid-held-postgres", marks=pytest.mark.postgres),
 ]
 
 
@@ -37,7 +39,13 @@ def store(request: pytest.FixtureRequest, embeddings: object) -> EventStore:
     if kind == "chroma-server":
         return chroma("chroma_http_client")
     engine = request.getfixturevalue("pg_engine" if kind.endswith("postgres") else "sqlite_engine")
-    return HybridEventStore(chroma("chroma_client"), SqlLexicalIndex(engine))
+    held = "-held-" in kind
+    return HybridEventStore(
+        chroma("chroma_client"),
+        SqlLexicalIndex(engine),
+        max_vectors_held=100_000 if held else 0,
+        load_in_background=False,  # held: loaded during the search, so every search uses it
+    )
 
 
 def event(i: str, text: str, **kw: object) -> EventRecord:
@@ -71,6 +79,7 @@ def test_round_trip_keeps_every_field(store: EventStore) -> None:
 
 def test_upsert_is_idempotent_by_id(store: EventStore) -> None:
     store.upsert(event("e1", "小明喜欢爬山"))
+    assert [h.event.text for h in store.search(q("爬山"))] == ["小明喜欢爬山"]
     store.upsert(event("e1", "小明喜欢游泳"))
     assert store.count("group", "g1") == 1
     assert store.get(["e1"])[0].text == "小明喜欢游泳"

