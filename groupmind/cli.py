@@ -70,7 +70,16 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, Any, str | None]]:
             try:
                 yield number, json.loads(line), None
             except json.JSONDecodeError as exc:
-                yield number, None, f"line {number}: not valid JSON ({exc.msg})"
+                yield number, None, f"not valid JSON ({exc.msg})"
+
+
+def rejected(number: int, raw: Any, reason: object, id_field: str | None = None) -> dict[str, Any]:
+    """The output for an input line that was refused: its id when it has one, and why."""
+    result: dict[str, Any] = {}
+    if id_field and isinstance(raw, dict) and raw.get(id_field) is not None:
+        result[id_field] = raw[id_field]
+    result["error"] = f"line {number}: {reason}"
+    return result
 
 
 def _variants(pairs: list[str] | None) -> dict[str, str]:
@@ -101,33 +110,20 @@ def remember(
     results: list[dict[str, Any]] = []
     submitted: list[str] = []
     for number, raw, problem in read_jsonl(file):
-        request_id = raw.get("request_id") if isinstance(raw, dict) else None
         try:
-            if problem:
-                raise InputError("line", problem)
-            submitted.append(session.worker.submit(raw).request_id)
+            if problem is None:
+                submitted.append(session.worker.submit(raw).request_id)
         except InputError as exc:
-            rejected = {
-                "request_id": request_id,
-                "status": "failed",
-                "error": f"line {number}: {exc}",
-            }
-            results.append({k: v for k, v in rejected.items() if v is not None})
+            problem = str(exc)
+        if problem is not None:
+            results.append({**rejected(number, raw, problem, "request_id"), "status": "failed"})
             if as_json:
                 _emit(results[-1])
     with Progress(console=err, transient=True, disable=as_json) as progress:
         task = progress.add_task("remembering", total=len(submitted))
         for request_id in submitted:
             outcome = session.worker.run_next(request_id)
-            result = (
-                outcome.as_json()
-                if outcome
-                else {
-                    "request_id": request_id,
-                    "status": "failed",
-                    "error": "held by another worker",
-                }
-            )
+            result = outcome.as_json() if outcome else _held(request_id)
             results.append(result)
             progress.advance(task)
             if as_json:
@@ -181,14 +177,13 @@ def search(
         with Progress(console=err, transient=True) as progress:
             task = progress.add_task("searching", total=len(lines))
             for number, raw, problem in lines:
-                try:
-                    if problem:
-                        raise InputError("line", problem)
-                    hits = session.deps.events.search(build_query(raw, STATE.settings.tz))
-                    _emit([h.as_json() for h in hits])
-                except (InputError, ValueError) as exc:
-                    _emit({"error": f"line {number}: {exc}"})
                 progress.advance(task)
+                try:
+                    if problem is None:
+                        hits = session.deps.events.search(build_query(raw, STATE.settings.tz))
+                except (InputError, ValueError) as exc:
+                    problem = str(exc)
+                _emit(rejected(number, raw, problem) if problem else [h.as_json() for h in hits])
         return
     fields = {
         "query": query,
@@ -313,15 +308,13 @@ def replay(
         for number, raw, problem in lines:
             progress.advance(task)
             try:
-                if problem:
-                    raise InputError("line", problem)
-                result = reply_to(graph, session.deps, raw, context)
+                if problem is None:
+                    result = reply_to(graph, session.deps, raw, context)
             except InputError as exc:
+                problem = str(exc)
+            if problem is not None:
                 failed = True
-                message_id = raw.get("message_id") if isinstance(raw, dict) else None
-                result = {"message_id": message_id, "error": f"line {number}: {exc}"}
-                if message_id is None:
-                    del result["message_id"]
+                result = rejected(number, raw, problem, "message_id")
             if wait_memory:
                 background.drain()
             if as_json:
@@ -363,12 +356,12 @@ def rank(
         for number, raw, problem in lines:
             progress.advance(task)
             try:
-                if problem:
-                    raise InputError("line", problem)
-                result = rank_only(session.deps, raw, context)
+                if problem is None:
+                    result = rank_only(session.deps, raw, context)
             except InputError as exc:
-                message_id = raw.get("message_id") if isinstance(raw, dict) else None
-                result = {"message_id": message_id, "error": f"line {number}: {exc}"}
+                problem = str(exc)
+            if problem is not None:
+                result = rejected(number, raw, problem, "message_id")
             if as_json:
                 _emit(result)
             else:

@@ -57,7 +57,7 @@ def test_remember_reports_each_job_and_goes_on_past_bad_ones(cli: Any, tmp_path:
         "status": "failed",
         "error": "line 3: job: user_name: missing (required)",
     }
-    assert out["?"]["error"].startswith("line 4: line: line 4: not valid JSON")
+    assert out["?"]["error"].startswith("line 4: not valid JSON (")
     assert "chat_type: unknown chat type 'dm'" in out["r4"]["error"]
 
 
@@ -86,13 +86,17 @@ def test_search_batch_prints_one_list_per_line(cli: Any, tmp_path: Path) -> None
             {"query": "北京", "chat_type": "group", "chat_id": "1001", "top_k": 3},
             {"query": "北京", "chat_type": "group", "chat_id": "9999"},
             {"query": "北京", "chat_type": "group", "chat_id": "1001", "from": "not a time"},
+            "{not json",
         ],
     )
     result = cli("search", "--batch", str(queries))
-    first, second, third = lines(result.stdout)
+    first, second, third, fourth = lines(result.stdout)
     assert [h["id"] for h in first] == ["a"]
     assert second == []
-    assert "from: unparseable timestamp" in third["error"]
+    assert third["error"].startswith("line 3: search: from: unparseable timestamp")
+    assert fourth == {
+        "error": "line 4: not valid JSON (Expecting property name enclosed in double quotes)"
+    }
 
 
 def test_profile_json(cli: Any, tmp_path: Path) -> None:
