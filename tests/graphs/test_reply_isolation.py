@@ -16,37 +16,23 @@ SECRET = "群一的秘密：下周三发布 v2.0"
 
 
 def seed(deps: Deps) -> None:
-    common: dict[str, Any] = {"timestamp": 1_794_900_000.0, "user_id": "10001", "user_name": "小明"}
-    deps.events.upsert(
-        EventRecord(
-            id="a-default",
-            text=SECRET,
-            chat_type="group",
-            chat_id="A",
-            persona_id="default",
-            **common,
+    for event_id, text, chat_type, chat_id, persona in (
+        ("a-default", SECRET, "group", "A", "default"),
+        ("b-meow", "群二里阿喵记得：发布会在周三", "group", "B", "meow"),
+        ("dm", "私聊：小明的发布会密码是 1234", "private", "10001", "default"),
+    ):
+        deps.events.upsert(
+            EventRecord(
+                id=event_id,
+                text=text,
+                chat_type=chat_type,
+                chat_id=chat_id,
+                persona_id=persona,
+                timestamp=1_794_900_000.0,
+                user_id="10001",
+                user_name="小明",
+            )  # fmt: skip
         )
-    )
-    deps.events.upsert(
-        EventRecord(
-            id="b-meow",
-            text="群二里阿喵记得：发布会在周三",
-            chat_type="group",
-            chat_id="B",
-            persona_id="meow",
-            **common,
-        )
-    )
-    deps.events.upsert(
-        EventRecord(
-            id="dm",
-            text="私聊：小明的发布会密码是 1234",
-            chat_type="private",
-            chat_id="10001",
-            persona_id="default",
-            **common,
-        )
-    )
 
 
 def ask(deps: Deps, chat_id: str, persona: str = "default", **variants: str) -> dict[str, Any]:
