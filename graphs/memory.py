@@ -6,8 +6,6 @@ intake -> rewrite -> quality_gate -(relative words left, attempts remain)-> rewr
 
 from __future__ import annotations
 
-import asyncio
-from functools import lru_cache
 from typing import Any, cast
 
 from langgraph.graph import END, START, StateGraph
@@ -22,10 +20,10 @@ from nodes.variants import slot
 from state.context import Context
 from state.memory import MemoryJobInput, MemoryOutput, MemoryState
 
+MemoryGraph = CompiledStateGraph[MemoryState, Context, MemoryJobInput, MemoryOutput]
 
-def build_memory_graph(
-    deps: Deps, *, checkpointer: Checkpointer = None
-) -> CompiledStateGraph[MemoryState, Context, MemoryJobInput, MemoryOutput]:
+
+def build_memory_graph(deps: Deps, *, checkpointer: Checkpointer = None) -> MemoryGraph:
     g = StateGraph(
         MemoryState, context_schema=Context, input_schema=MemoryJobInput, output_schema=MemoryOutput
     )
@@ -39,17 +37,3 @@ def build_memory_graph(
     g.add_conditional_edges("embed", route_after_embed, ["merge_profile", END])
     g.add_edge("merge_profile", END)
     return g.compile(checkpointer=checkpointer, name="memory")
-
-
-async def make_graph() -> CompiledStateGraph[MemoryState, Context, MemoryJobInput, MemoryOutput]:
-    """The entry point in langgraph.json: stores and models from the deployment's settings,
-    built once per process and off the event loop (the server calls this for every run).
-    The server supplies the checkpointer."""
-    return await asyncio.to_thread(_default_graph)
-
-
-@lru_cache(maxsize=1)
-def _default_graph() -> CompiledStateGraph[MemoryState, Context, MemoryJobInput, MemoryOutput]:
-    from groupmind.wiring import open_runtime
-
-    return build_memory_graph(open_runtime().deps)

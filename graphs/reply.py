@@ -12,8 +12,6 @@ retrieve and rank_context run in one step, side by side; plan runs once both are
 
 from __future__ import annotations
 
-import asyncio
-from functools import lru_cache
 from typing import Any, cast
 
 from langgraph.graph import END, START, StateGraph
@@ -51,19 +49,3 @@ def build_reply_graph(deps: Deps, *, checkpointer: Checkpointer = None) -> Reply
     g.add_edge("emoji", "hand_off")
     g.add_edge("hand_off", END)
     return g.compile(checkpointer=checkpointer, name="reply")
-
-
-async def make_graph() -> ReplyGraph:
-    """The entry point in langgraph.json: built once per process, off the event loop; an
-    in-process memory worker runs the jobs hand_off writes. The server supplies the
-    checkpointer."""
-    return await asyncio.to_thread(_default_graph)
-
-
-@lru_cache(maxsize=1)
-def _default_graph() -> ReplyGraph:
-    from groupmind.wiring import open_runtime
-
-    runtime = open_runtime()
-    runtime.start_background_worker()
-    return build_reply_graph(runtime.deps)

@@ -10,55 +10,10 @@ from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-
-class RankWeights(BaseModel):
-    """seed 004 §3.2: the five features and their default weights."""
-
-    model_config = ConfigDict(frozen=True)
-
-    reply_chain: float = Field(default=0.4, ge=0)
-    user_continuity: float = Field(default=0.15, ge=0)
-    time_decay: float = Field(default=0.2, ge=0)
-    mention_relation: float = Field(default=0.15, ge=0)
-    keyword_overlap: float = Field(default=0.1, ge=0)
-
-
-class RankSettings(BaseModel):
-    """seed 004 §6.1: context selection (GROUPMIND_RANK__THRESHOLD, ...)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    weights: RankWeights = RankWeights()
-    # The seed's 0.3 keeps ~1 message with these features (IRC dev: the parent in it 62%
-    # of the time); 0.15 keeps ~7.5 (the parent in it 93.5%) at ~15% of the window's tokens.
-    threshold: float = Field(default=0.15, ge=0, le=1)
-    max_messages: int = Field(default=20, ge=1, le=200)
-    window_hours: float = Field(default=24.0, gt=0)
-    window_max: int = Field(default=50, ge=1, le=500)
-    chain_max: int = Field(default=15, ge=0, le=200)
-    half_life_s: float = Field(default=1800.0, gt=0, description="time_decay's clock half-life")
-    timeout_ms: float = Field(default=200.0, gt=0)
-
-
-class ChatSettings(BaseModel):
-    """seed 002: chat states, willingness, re-planning, buffers, tools."""
-
-    model_config = ConfigDict(frozen=True)
-
-    focus_interest: float = Field(default=0.7, ge=0, le=1, description="CHAT -> FOCUSED")
-    focused_cap: int = Field(default=3, ge=0, description="chats FOCUSED at once")
-    absent_after_no_reply: int = Field(default=5, ge=1, description="FOCUSED -> ABSENT")
-    willingness_chat: float = Field(default=0.3, ge=0, le=1)
-    willingness_focused: float = Field(default=0.8, ge=0, le=1)
-    interest_half_life_s: float = Field(default=900.0, gt=0)
-    max_replans: int = Field(default=2, ge=0, le=10)
-    buffer_max: int = Field(default=20, ge=1, description="hand off after this many messages")
-    max_tool_rounds: int = Field(default=3, ge=0, le=10)
-    tool_top_k: int = Field(default=10, ge=1, le=100)
-    allow_cross_scope_search: bool = False
+from nodes.settings import ChatSettings, RankSettings
 
 
 class Settings(BaseSettings):

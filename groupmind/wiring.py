@@ -17,7 +17,6 @@ from groupmind.background import BackgroundWorker
 from groupmind.checkpoint import make_checkpointer
 from groupmind.providers import embedding_name, make_chat_model, make_embeddings
 from groupmind.settings import Settings
-from groupmind.text import terms
 from groupmind.worker import MemoryWorker
 from nodes.deps import Deps
 from nodes.reply.emoji import StickerIndex
@@ -35,6 +34,7 @@ from stores.sql import (
     make_engine,
     migrate,
 )
+from stores.text import terms
 
 
 @dataclass

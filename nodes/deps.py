@@ -8,11 +8,12 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import tzinfo
+from typing import TypeVar
 from zoneinfo import ZoneInfo
 
 from langchain_core.language_models import BaseChatModel
 
-from groupmind.settings import ChatSettings, RankSettings
+from nodes.settings import ChatSettings, RankSettings
 from stores.base import (
     ChatStateRegistry,
     ContextUsageStore,
@@ -22,7 +23,10 @@ from stores.base import (
     PersonaStore,
     ProfileIndex,
     ProfileStore,
+    Stickers,
 )
+
+T = TypeVar("T")
 
 
 class _Inline(Executor):
@@ -89,7 +93,7 @@ class Deps:
     chat_states: ChatStateRegistry | None = None
     context_usage: ContextUsageStore | None = None
     jobs: JobQueue | None = None  # hand-off writes memory jobs here
-    stickers: object | None = None  # nodes.reply.emoji.StickerIndex
+    stickers: Stickers | None = None
     bot_id: str = "bot"
     rank: RankSettings = field(default_factory=RankSettings)
     chat_rules: ChatSettings = field(default_factory=ChatSettings)
@@ -103,7 +107,7 @@ class Deps:
         return persona.name if persona else persona_id
 
 
-def need(dep: object | None, name: str) -> object:
+def need(dep: T | None, name: str) -> T:
     """A reply-graph store, or a clear error when the graph was built without it."""
     if dep is None:
         raise RuntimeError(f"Deps.{name} is not configured: build the reply graph with it")

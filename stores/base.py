@@ -241,6 +241,13 @@ class PersonaStore(Protocol):
     def put_persona(self, persona: Persona) -> None: ...
 
 
+@runtime_checkable
+class Stickers(Protocol):
+    def pick(self, text: str) -> dict[str, str]:
+        """The sticker whose description is nearest in meaning: ``{"id", "description"}``."""
+        ...
+
+
 # --- the durable memory-job queue ---------------------------------------------------------
 
 

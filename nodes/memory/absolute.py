@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from groupmind.text import has_cjk
 from nodes.memory.lexicon import (
     EN_FIRST,
     EN_FIRST_PLURAL,
@@ -31,6 +30,7 @@ from nodes.memory.lexicon import (
     protected_spans,
     zh_pronoun_tokens,
 )
+from stores.text import has_cjk
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December")  # fmt: skip

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from groupmind.text import tokenize_with_offsets
+from stores.text import tokenize_with_offsets
 
 Kind = Literal["pronoun", "time", "place"]
 

@@ -9,7 +9,6 @@ import re
 from collections import Counter
 from typing import Any
 
-from groupmind.text import has_cjk, keywords
 from nodes.memory.profile_change import (
     Current,
     base_relationship,
@@ -20,6 +19,7 @@ from nodes.memory.profile_change import (
 from nodes.memory.rewrite import rules_parts
 from state.memory import MemoryJob
 from stores.base import Profile, ProfileChange
+from stores.text import has_cjk, keywords
 
 _STOP = r"[，。,.!！?？;；\n]"
 _V = r"([^，。,.!！?？;；\n]{1,24}?)"  # a short value, up to the next punctuation

@@ -15,11 +15,11 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 from langchain_core.output_parsers import StrOutputParser
 
-from groupmind.text import has_cjk
 from nodes.deps import Deps
 from nodes.memory.absolute import Scene, absolutize
 from state.context import Context
 from state.memory import MemoryJob, MemoryState
+from stores.text import has_cjk
 
 REWRITE_PROMPT = """你是一个旁观者（史官）。请将以下摘要改写为绝对视角。
 当前时间：{timestamp}

@@ -53,7 +53,7 @@ class StickerIndex:
 
 def emoji(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     msg = ChatMessage.model_validate(state["msg"])
-    sticker = cast(StickerIndex, need(deps.stickers, "stickers")).pick(msg.content)
+    sticker = need(deps.stickers, "stickers").pick(msg.content)
     return {"sticker": sticker, "reply": f"[表情:{sticker['id']}] {sticker['description']}"}
 
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import logging
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from nodes.deps import Deps, need
 from state.context import Context
 from state.reply import ChatMessage, PendingMessage, ReplyState
-from stores.base import ContextUsage, JobQueue, MessageStore, StoredMessage
+from stores.base import ContextUsage, StoredMessage
 
 log = logging.getLogger("groupmind.reply")
 MAX_RECENT = 10
@@ -68,7 +68,7 @@ def jobs_from_buffer(
 
 
 def enqueue(deps: Deps, jobs: list[dict[str, Any]]) -> list[str]:
-    queue = cast(JobQueue, need(deps.jobs, "jobs"))
+    queue = need(deps.jobs, "jobs")
     for job in jobs:
         queue.enqueue(job["request_id"], job)
     if jobs:
@@ -100,7 +100,7 @@ def hand_off(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
 
 
 def _store_reply(deps: Deps, msg: ChatMessage, text: str, persona_id: str) -> PendingMessage:
-    store = cast(MessageStore, need(deps.messages, "messages"))
+    store = need(deps.messages, "messages")
     when = datetime.fromtimestamp(msg.when.timestamp() + 0.001, msg.when.tzinfo)
     reply_id = f"{msg.message_id}#reply"
     store.add(

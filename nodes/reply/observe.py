@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -18,7 +18,7 @@ from nodes.reply.hand_off import enqueue, jobs_from_buffer
 from state.context import Context
 from state.reply import ChatMessage, PendingMessage, ReplyState
 from state.validation import InputError, describe_validation_error
-from stores.base import MessageStore, StoredMessage
+from stores.base import StoredMessage
 
 LEADING_NAME = re.compile(r"^\s*@?([^\s:：,，]{1,32})\s*[:：,，]")
 AT_NAME = re.compile(r"@([^\s:：,，@]{1,32})")
@@ -81,7 +81,7 @@ def decayed(interest: float, since: float | None, now: float, half_life_s: float
 
 def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     msg = validate_message(state.get("message"), deps)
-    store = cast(MessageStore, need(deps.messages, "messages"))
+    store = need(deps.messages, "messages")
     out: dict[str, Any] = dict(FRESH)
     pending = list(state.get("pending", []))
     persona_id = msg.persona_id

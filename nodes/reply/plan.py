@@ -26,7 +26,6 @@ from pydantic import BaseModel, Field
 from nodes.deps import Deps, need
 from state.context import Context
 from state.reply import Action, ChatMessage, ChatState, ReplyState
-from stores.base import MessageStore
 
 EMOJI_SHARE = 0.25  # of the replies chance taken as a sticker instead of words
 
@@ -51,7 +50,7 @@ def roll(stream: str, message_id: str, replans: int) -> float:
 
 
 def newer_messages(state: ReplyState, deps: Deps) -> list[Any]:
-    store = cast(MessageStore, need(deps.messages, "messages"))
+    store = need(deps.messages, "messages")
     newer = store.newer_than(state["stream"], state.get("observed_seq", 0))
     return [m for m in newer if not m.from_bot]
 

@@ -17,10 +17,10 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from groupmind.settings import RankSettings
 from nodes.deps import Deps, need
+from nodes.settings import RankSettings
 from state.context import Context
 from state.reply import ChatMessage, ReplyState
 from stores.base import MessageStore, StoredMessage
@@ -207,7 +207,7 @@ def _recent(store: MessageStore, trigger: StoredMessage, rank: RankSettings) -> 
 
 
 def rank_weighted(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
-    store = cast(MessageStore, need(deps.messages, "messages"))
+    store = need(deps.messages, "messages")
     rank = deps.rank
     trigger = _trigger(state, store)
     try:
@@ -230,7 +230,7 @@ def rank_weighted(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]
 
 
 def rank_recent(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
-    store = cast(MessageStore, need(deps.messages, "messages"))
+    store = need(deps.messages, "messages")
     trigger = _trigger(state, store)
     recent = _recent(store, trigger, deps.rank)
     n = len(recent)

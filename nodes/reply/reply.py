@@ -10,17 +10,16 @@ run without a model still shows memory at work.
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from groupmind.text import terms
 from nodes.deps import Deps, need
 from nodes.reply.observe import without_addressing
 from nodes.reply.tools import make_tools
 from state.context import Context
 from state.reply import ChatMessage, ReplyState
-from stores.base import MessageStore
+from stores.text import terms
 
 RULES_LABEL = "[离线规则回复]"
 FACT_WORDS = {"birthday": "生日", "job": "工作", "location": "所在地", "dream": "理想",
@@ -30,7 +29,7 @@ CONTEXT_HEADER = "以下是与最新消息相关的聊天记录（按时间顺�
 
 
 def render_context(deps: Deps, state: ReplyState, msg: ChatMessage) -> str:
-    store = cast(MessageStore, need(deps.messages, "messages"))
+    store = need(deps.messages, "messages")
     lines = [
         f"[{m.user_name}] {json.dumps(m.content, ensure_ascii=False)}"
         for m in sorted(
@@ -98,7 +97,7 @@ def recalled_line(question: str, texts: list[str], names: set[str]) -> str | Non
 def reply_rules(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     msg = ChatMessage.model_validate(state["msg"])
     remembered = [e.text for e in deps.events.get(state.get("memory_ids", []))]
-    store = cast(MessageStore, need(deps.messages, "messages"))
+    store = need(deps.messages, "messages")
     names = {
         *store.members(msg.stream).values(),
         deps.persona_name(state.get("persona_id", msg.persona_id)),

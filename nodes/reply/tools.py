@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from langchain_core.tools import BaseTool, StructuredTool
 from pydantic import BaseModel, Field
@@ -21,7 +21,7 @@ from nodes.deps import Deps, need
 from nodes.reply.hand_off import enqueue
 from state.reply import ChatMessage
 from state.validation import parse_timestamp
-from stores.base import EventQuery, MessageStore
+from stores.base import EventQuery
 
 log = logging.getLogger("groupmind.reply")
 FACT_TYPES = Literal["birthday", "job", "location", "dream", "family", "pet", "other"]
@@ -59,7 +59,7 @@ def _json(obj: Any) -> str:
 
 
 def make_tools(deps: Deps, msg: ChatMessage, persona_id: str) -> list[BaseTool]:
-    store = cast(MessageStore, need(deps.messages, "messages"))
+    store = need(deps.messages, "messages")
     members = set(store.members(msg.stream)) | {msg.user_id}
     cross = deps.chat_rules.allow_cross_scope_search
 

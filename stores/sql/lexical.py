@@ -19,9 +19,9 @@ import numpy as np
 from sqlalchemy import Engine, delete, func, insert, select
 from sqlalchemy.orm import Session
 
-from groupmind.text import terms
 from stores.base import ChatType, EventHit, EventQuery, EventRecord, ScopeMembers
 from stores.sql.schema import EventDocRow, EventTermRow
+from stores.text import terms
 
 K1 = 1.2
 B = 0.75

@@ -9,9 +9,9 @@ from sqlalchemy import Engine, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from groupmind.text import keywords_of
 from stores.base import ContextUsage, StoredMessage
 from stores.sql.schema import ChatMemberRow, ChatStateRow, ContextUsageRow, MessageRow
+from stores.text import keywords_of
 
 
 class SqlMessageStore:

@@ -1,0 +1,33 @@
+"""The graph factories named in ``langgraph.json``: stores and models from the deployment's
+settings, built once per process and off the event loop (the server calls a factory for
+every run). The server supplies the checkpointer."""
+
+from __future__ import annotations
+
+import asyncio
+from functools import lru_cache
+
+from graphs.memory import MemoryGraph, build_memory_graph
+from graphs.reply import ReplyGraph, build_reply_graph
+from groupmind.wiring import open_runtime
+
+
+async def make_reply_graph() -> ReplyGraph:
+    """The reply graph; an in-process memory worker runs the jobs hand_off writes."""
+    return await asyncio.to_thread(_reply_graph)
+
+
+async def make_memory_graph() -> MemoryGraph:
+    return await asyncio.to_thread(_memory_graph)
+
+
+@lru_cache(maxsize=1)
+def _reply_graph() -> ReplyGraph:
+    runtime = open_runtime()
+    runtime.start_background_worker()
+    return build_reply_graph(runtime.deps)
+
+
+@lru_cache(maxsize=1)
+def _memory_graph() -> MemoryGraph:
+    return build_memory_graph(open_runtime().deps)
