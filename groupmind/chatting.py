@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphs.reply import ReplyGraph
+from groupmind.threads import thread_config
 from nodes.deps import Deps
 from nodes.reply import VARIANTS
 from nodes.reply.observe import validate_message
@@ -26,7 +27,7 @@ def reply_to(graph: ReplyGraph, deps: Deps, raw: Any, context: Context) -> dict[
     InputError before anything is stored."""
     msg = validate_message(raw, deps)
     config: Any = {
-        "configurable": {"thread_id": msg.stream},
+        **thread_config(msg.stream, deps.bot_id),
         "run_name": "reply",
         "metadata": {
             "stream": msg.stream,

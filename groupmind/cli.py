@@ -152,13 +152,18 @@ def _print_remembered(results: list[dict[str, Any]]) -> None:
 
 
 ChatTypeOpt = Annotated[str | None, typer.Option("--chat-type", help="group | private")]
+PlatformOpt = Annotated[
+    str | None, typer.Option("--platform", help="default: GROUPMIND_DEFAULT_PLATFORM")
+]
+ChatIdOpt = Annotated[str | None, typer.Option("--chat-id")]
 
 
 @app.command()
 def search(
     query: Annotated[str | None, typer.Argument()] = None,
+    platform: PlatformOpt = None,
     chat_type: ChatTypeOpt = None,
-    chat_id: Annotated[str | None, typer.Option("--chat-id")] = None,
+    chat_id: ChatIdOpt = None,
     user_id: Annotated[str | None, typer.Option("--user-id")] = None,
     persona: Annotated[str | None, typer.Option("--persona")] = None,
     top_k: Annotated[int, typer.Option("--top-k")] = 5,
@@ -180,13 +185,15 @@ def search(
                 progress.advance(task)
                 try:
                     if problem is None:
-                        hits = session.deps.events.search(build_query(raw, STATE.settings.tz))
+                        built = build_query(raw, STATE.settings.tz, STATE.settings.default_platform)
+                        hits = session.deps.events.search(built)
                 except (InputError, ValueError) as exc:
                     problem = str(exc)
                 _emit(rejected(number, raw, problem) if problem else [h.as_json() for h in hits])
         return
     fields = {
         "query": query,
+        "platform": platform,
         "chat_type": chat_type,
         "chat_id": chat_id,
         "user_id": user_id,
@@ -196,7 +203,11 @@ def search(
         "to": time_to,
     }
     try:
-        q = build_query({k: v for k, v in fields.items() if v is not None}, STATE.settings.tz)
+        q = build_query(
+            {k: v for k, v in fields.items() if v is not None},
+            STATE.settings.tz,
+            STATE.settings.default_platform,
+        )
     except (InputError, ValueError) as exc:
         err.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
@@ -214,27 +225,61 @@ def search(
     out.print(table)
 
 
+def chat_scope(platform: str | None, chat_type: str | None, chat_id: str | None) -> Any:
+    """A ChatScope from options (None when no chat is named); exits 2 on a half-named one."""
+    from stores.base import ChatScope, ChatType
+
+    if chat_type is None and chat_id is None:
+        return None
+    kinds: dict[str | None, ChatType] = {"group": "group", "private": "private"}
+    if chat_type in kinds and chat_id:
+        platform = platform or STATE.settings.default_platform
+        return ChatScope(platform=platform, chat_type=kinds[chat_type], chat_id=chat_id)
+    err.print("[red]a chat needs --chat-type group|private and --chat-id[/red]")
+    raise typer.Exit(2)
+
+
 @app.command()
-def profile(user_id: str, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Show what the bot knows about a user: relationship and profile."""
+def profile(
+    user_id: str,
+    platform: PlatformOpt = None,
+    chat_type: ChatTypeOpt = None,
+    chat_id: ChatIdOpt = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """What is stored about a person: the relationship and, per chat it was learned in, the
+    profile; with --chat-type/--chat-id, exactly what that chat may see (PROFILE_SHARING)."""
     from groupmind.profiles import profile_json
     from groupmind.session import open_session
     from nodes.prompt_blocks import render_relation_block
+    from stores.base import ChatScope, profile_view
 
+    shown_in = chat_scope(platform, chat_type, chat_id)
+    platform = platform or STATE.settings.default_platform
     session = open_session(STATE.settings, worker=False)
-    data = profile_json(session.deps, user_id)
+    data = profile_json(session.deps, platform, user_id, shown_in)
     if data is None:
         if as_json:
             _emit({"user_id": user_id, "error": "user_id: no profile stored for this user"})
         else:
-            err.print(f"[yellow]no profile stored for user {user_id}[/yellow]")
+            err.print(f"[yellow]no profile stored for user {user_id} on {platform}[/yellow]")
         raise typer.Exit(1)
     if as_json:
         _emit(data)
         return
-    out.print(render_relation_block(session.deps, user_id, STATE.settings.tz))
-    if data["profile"]:
-        out.print(f"\n[bold]summary[/bold]: {data['profile']['summary']}")
+    if shown_in is None:
+        for learned in data["learned"]:
+            chat = ChatScope(**{k: learned[k] for k in ("platform", "chat_type", "chat_id")})
+            view = profile_view(session.deps.profiles, user_id, chat, "chat")
+            out.rule(f"learned in {chat.key}")
+            out.print(render_relation_block(view, chat, STATE.settings.tz))
+    else:
+        view = profile_view(session.deps.profiles, user_id, shown_in, session.deps.profile_sharing)
+        out.rule(f"what {shown_in.key} sees (PROFILE_SHARING={session.deps.profile_sharing})")
+        out.print(render_relation_block(view, shown_in, STATE.settings.tz))
+    if data.get("unscoped"):
+        out.rule("learned before provenance was kept (never shown to a model)")
+        out.print(data["unscoped"])
 
 
 @app.command()

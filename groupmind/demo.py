@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 from importlib.resources import files
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from rich.console import Console
 from rich.markup import escape
@@ -17,10 +17,12 @@ from rich.panel import Panel
 from groupmind.chatting import reply_context, reply_to
 from groupmind.session import Session, open_session
 from groupmind.settings import Settings
+from groupmind.threads import thread_config
+from nodes.deps import need
 from nodes.prompt_blocks import render_relation_block
 from state.reply import ChatMessage
 from state.validation import InputError
-from stores.base import EventQuery, MessageStore, Persona
+from stores.base import ChatScope, EventQuery, Persona, profile_view
 
 PERSONAS = [
     Persona(persona_id="default", name="小爱", system_prompt="你是技术交流群里热心的助手小爱。",
@@ -38,6 +40,11 @@ ISOLATION: list[tuple[str, Literal["group", "private"], str, str, str]] = [
     ),
     ("北京 出差", "group", "1001", "meow", "技术交流群 as 阿喵: 小爱's conversations stay 小爱's"),
     ("工作 压力", "private", "10001", "default", "小明's private chat"),
+]
+VIEWS: list[tuple[Literal["group", "private"], str, str]] = [
+    ("group", "1001", "技术交流群"),
+    ("group", "2002", "猫咪爱好者"),
+    ("private", "10001", "小明's private chat"),
 ]
 ACTION_STYLE = {"text_reply": "green", "emoji_reply": "cyan", "no_reply": "dim"}
 
@@ -77,7 +84,12 @@ def run_demo(settings: Settings, out: Console) -> None:
     out.rule("2 · isolation: the same search in other scopes (hybrid: e5 vectors + BM25, fused)")
     for query, chat_type, chat_id, persona_id, why in ISOLATION:
         scope = EventQuery(
-            text=query, chat_type=chat_type, chat_id=chat_id, persona_id=persona_id, top_k=2
+            text=query,
+            platform="qq",
+            chat_type=chat_type,
+            chat_id=chat_id,
+            persona_id=persona_id,
+            top_k=2,
         )
         hits = session.deps.events.search(scope)
         found = " | ".join(
@@ -87,25 +99,30 @@ def run_demo(settings: Settings, out: Console) -> None:
         )
         found = found or "[dim]nothing in this scope[/dim]"
         out.print(f"  {why}: {found}")
-    out.rule("3 · what the bot now knows about 小明 (seed 000 §4 block)")
-    out.print(Panel(render_relation_block(session.deps, "10001", settings.tz)))
+    sharing = session.deps.profile_sharing
+    out.rule(f"3 · what each chat may see of 小明 (seed 000 §4 block; PROFILE_SHARING={sharing})")
+    for chat_type, chat_id, where in VIEWS:
+        chat = ChatScope(platform="qq", chat_type=chat_type, chat_id=chat_id)
+        view = profile_view(session.deps.profiles, "10001", chat, sharing)
+        out.print(Panel(render_relation_block(view, chat, settings.tz), title=where))
     out.print(f"memory queue: {session.jobs.counts()} · data: {demo_dir}")
 
 
 def _show(
     session: Session, graph: Any, raw: dict[str, Any], r: dict[str, Any], out: Console
 ) -> None:
-    msg = ChatMessage.model_validate(raw, context={"tz": session.deps.tz})
+    msg = ChatMessage.model_validate(raw, context=session.deps.validation)
     where = msg.chat_name or "private chat"
     persona = session.deps.persona_name(msg.persona_id)
     out.print(f"[bold]{msg.message_id}[/bold] [{where} · {persona}] {msg.when:%m-%d %H:%M} "
               f"[bold]{msg.user_name}[/bold]: {msg.content}")  # fmt: skip
     style = ACTION_STYLE[r["action"]]
     out.print(f"  plan    [{style}]{r['action']}[/] · chat {r['chat_state']} · {r['reason']}")
-    state = graph.get_state({"configurable": {"thread_id": msg.stream}}).values
+    state = graph.get_state(thread_config(msg.stream, session.deps.bot_id)).values
     scores = {i: s for i, s in state.get("ranked", [])}
     if r["context_ids"]:
-        lines = cast(MessageStore, session.deps.messages).get(msg.stream, r["context_ids"])
+        store = need(session.deps.messages, "messages")
+        lines = store.get(msg.stream, msg.persona_id, r["context_ids"])
         shown = [
             f"{m.user_name}「{m.content[:14]}」{scores.get(m.message_id, 0):.2f}" for m in lines
         ]
@@ -128,16 +145,14 @@ def _show(
 
 def _show_profiles(session: Session, known: dict[str, tuple[Any, ...]], out: Console) -> None:
     for user_id in ("10001", "10002", "10003"):
-        rel = session.deps.profiles.get_relationship(user_id)
+        rel = session.deps.profiles.get_relationship("qq", user_id)
         if rel is None:
             continue
-        now = (
-            rel.relationship_score,
-            rel.relationship_stage,
-            tuple(f["value"] for f in rel.key_facts),
-        )
+        learned = session.deps.profiles.learned_about("qq", user_id)
+        facts = [(lp.chat_name or lp.chat_id, f) for lp in learned for f in lp.key_facts]
+        now = (rel.relationship_score, rel.relationship_stage, tuple(map(str, facts)))
         if known.get(user_id) != now:
-            facts = "、".join(f"{f['type']}={f['value']}" for f in rel.key_facts) or "—"
+            shown = "、".join(f"{f['type']}={f['value']}（{where}）" for where, f in facts) or "—"
             out.print(f"  [yellow]profile[/] {rel.user_name}: 好感度 {rel.relationship_score:.2f} "
-                      f"({rel.relationship_stage}) · key facts: {facts}")  # fmt: skip
+                      f"({rel.relationship_stage}) · key facts: {shown}")  # fmt: skip
             known[user_id] = now

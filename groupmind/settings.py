@@ -14,6 +14,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from nodes.settings import ChatSettings, RankSettings
+from stores.base import Sharing
 
 
 class Settings(BaseSettings):
@@ -42,6 +43,18 @@ class Settings(BaseSettings):
 
     timezone: str = "Asia/Shanghai"
     bot_id: str = "bot"
+    default_platform: str = Field(
+        default="qq",
+        min_length=1,
+        max_length=64,
+        description="the platform of memory jobs and searches that name none, and of data "
+        "stored before platforms were part of the scope",
+    )
+    profile_sharing: Sharing = Field(
+        default="chat",
+        description="what a chat sees of what was learned about a person elsewhere: 'chat' "
+        "(only this chat, any persona), 'groups' (also other groups), 'all' (private chats too)",
+    )
 
     # Chat model: any OpenAI-compatible endpoint. Unset model = offline rule variants.
     chat_model: str | None = None

@@ -21,7 +21,7 @@ from groupmind.worker import MemoryWorker
 from nodes.deps import Deps
 from nodes.reply.emoji import StickerIndex
 from state.context import Context
-from stores.chroma import ChromaEventStore, ChromaProfileIndex, make_client
+from stores.chroma import ChromaEventStore, make_client
 from stores.hybrid import HybridEventStore
 from stores.sql import (
     SqlChatStates,
@@ -63,7 +63,7 @@ class Runtime:
 def build_runtime(settings: Settings) -> Runtime:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     engine = make_engine(settings.resolved_sql_url)
-    migrate(engine)
+    migrate(engine, default_platform=settings.default_platform)
     embeddings = make_embeddings(settings)
     client = make_client(settings.resolved_chroma_path, settings.chroma_host, settings.chroma_port)
     wake = threading.Event()
@@ -88,14 +88,15 @@ def build_deps(
     model = embedding_name(embeddings)
     fields: dict[str, Any] = {
         "events": HybridEventStore(
-            ChromaEventStore(client, embeddings, model),
+            ChromaEventStore(client, embeddings, model, default_platform=settings.default_platform),
             SqlLexicalIndex(engine),
             max_vectors_held=settings.vectors_held,
         ),
         "profiles": SqlProfileStore(engine),
         "personas": SqlPersonaStore(engine),
-        "profile_index": ChromaProfileIndex(client, embeddings, model),
         "tz": settings.tz,
+        "default_platform": settings.default_platform,
+        "profile_sharing": settings.profile_sharing,
         "max_text_chars": settings.max_text_chars,
         "max_gate_attempts": settings.max_gate_attempts,
         "messages": SqlMessageStore(engine),

@@ -83,7 +83,9 @@ class MemoryWorker:
         if not isinstance(raw, dict):
             raise InputError("job", f"must be a JSON object, got {type(raw).__name__}")
         job = validate_job(raw, self.deps)
-        self.jobs.enqueue(job.request_id, job.model_dump(mode="json"))
+        self.jobs.enqueue(
+            job.request_id, job.model_dump(mode="json"), scope=job.scope, user_id=job.user_id
+        )
         return job
 
     def run_next(self, request_id: str | None = None) -> Outcome | None:

@@ -21,8 +21,8 @@ from stores.base import (
     JobQueue,
     MessageStore,
     PersonaStore,
-    ProfileIndex,
     ProfileStore,
+    Sharing,
     Stickers,
 )
 
@@ -83,9 +83,10 @@ class Deps:
     events: EventStore
     profiles: ProfileStore
     personas: PersonaStore
-    profile_index: ProfileIndex | None = None
     chat: BaseChatModel | None = None  # None = offline: rule variants only
     tz: tzinfo = ZoneInfo("Asia/Shanghai")  # for epoch timestamps and naive ISO times
+    default_platform: str = "qq"  # for memory jobs that name none
+    profile_sharing: Sharing = "chat"  # what one chat may see of what another learned
     max_text_chars: int = 4000
     max_gate_attempts: int = 2
     # the reply graph
@@ -101,6 +102,15 @@ class Deps:
     background: Executor = field(default_factory=_Inline)  # work that must not delay a reply
     on_job: Callable[[], None] = lambda: None  # wakes the in-process memory worker
     foreground: Foreground = field(default_factory=Foreground)
+
+    @property
+    def validation(self) -> dict[str, object]:
+        """The deployment's limits, as pydantic validation context for inputs."""
+        return {
+            "tz": self.tz,
+            "max_text_chars": self.max_text_chars,
+            "default_platform": self.default_platform,
+        }
 
     def persona_name(self, persona_id: str) -> str:
         persona = self.personas.get_persona(persona_id)

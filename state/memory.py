@@ -21,8 +21,10 @@ from state.validation import (
     context_tz,
     parse_timestamp,
 )
+from stores.base import ChatScope
 
 MAX_RECENT_MESSAGES = 50
+DEFAULT_PLATFORM = "qq"  # when neither the job nor the validation context names one
 
 
 class RecentMessage(BaseModel):
@@ -55,6 +57,8 @@ class MemoryJob(BaseModel):
     new_info: str
     user_id: str
     user_name: str = Field(min_length=1, max_length=128)
+    # DESIGN.md: optional; a job without one is on the deployment's default platform.
+    platform: str = Field(default="", validate_default=True)
     chat_type: ChatTypeField
     chat_id: str | None = Field(default=None, validate_default=True)
     chat_name: str | None = Field(default=None, max_length=256)
@@ -69,6 +73,16 @@ class MemoryJob(BaseModel):
     @classmethod
     def _ids(cls, value: Any) -> str:
         return as_id(value, "id")
+
+    @field_validator("platform", mode="before")
+    @classmethod
+    def _platform(cls, value: Any, info: ValidationInfo) -> str:
+        if value is None or value == "":
+            return str((info.context or {}).get("default_platform") or DEFAULT_PLATFORM)
+        text = as_id(value, "platform")
+        if len(text) > 64:
+            raise ValueError(f"is {len(text)} characters, over the limit of 64")
+        return text
 
     @field_validator("chat_id", mode="before")
     @classmethod
@@ -119,6 +133,12 @@ class MemoryJob(BaseModel):
         return self.chat_id
 
     @property
+    def scope(self) -> ChatScope:
+        return ChatScope(
+            platform=self.platform, chat_type=self.chat_type, chat_id=self.scope_chat_id
+        )
+
+    @property
     def when(self) -> datetime:
         return datetime.fromisoformat(self.timestamp)
 
@@ -149,12 +169,15 @@ class MemoryJobInput(TypedDict, total=False):
     new_info: str
     user_id: str
     user_name: str
+    platform: str
     chat_type: str
     chat_id: str | None
     chat_name: str | None
     persona_id: str
     timestamp: str | float
     recent_messages: list[dict[str, Any]]
+    key_facts: list[dict[str, str]]
+    impression_update: str
 
 
 class MemoryState(MemoryJobInput, total=False):

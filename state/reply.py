@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from state.reducers import merge_dicts
 from state.validation import ChatTypeField, as_id, context_limit, context_tz, parse_timestamp
+from stores.base import ChatScope
 
 ChatState = Literal["ABSENT", "CHAT", "FOCUSED"]
 Action = Literal["text_reply", "emoji_reply", "no_reply"]
@@ -83,13 +84,19 @@ class ChatMessage(BaseModel):
 
     @property
     def stream(self) -> str:
-        """The chat stream: the reply graph's thread id (``qq:group:123456``)."""
-        return f"{self.platform}:{self.chat_type}:{self.chat_id}"
+        """The chat stream (``qq:group:123456``): one reply thread per stream and bot."""
+        return self.scope.key
 
     @property
     def scope_chat_id(self) -> str:
         assert self.chat_id is not None  # set by _chat_id
         return self.chat_id
+
+    @property
+    def scope(self) -> ChatScope:
+        return ChatScope(
+            platform=self.platform, chat_type=self.chat_type, chat_id=self.scope_chat_id
+        )
 
     @property
     def when(self) -> datetime:

@@ -22,6 +22,7 @@ class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     query: str = Field(min_length=1, max_length=2000)
+    platform: str = Field(min_length=1, max_length=64)
     chat_type: ChatTypeField
     chat_id: str
     user_id: str | None = None
@@ -29,6 +30,13 @@ class SearchRequest(BaseModel):
     top_k: int = Field(default=5, ge=1, le=200)
     time_from: float | None = Field(default=None, alias="from")
     time_to: float | None = Field(default=None, alias="to")
+
+    @field_validator("platform", mode="before")
+    @classmethod
+    def _platform(cls, value: Any, info: ValidationInfo) -> str:
+        if value is None or value == "":
+            return str((info.context or {}).get("default_platform") or "")
+        return as_id(value, "platform")
 
     @field_validator("chat_id", "user_id", "persona", mode="before")
     @classmethod
@@ -41,15 +49,18 @@ class SearchRequest(BaseModel):
         return None if value is None else parse_timestamp(value, context_tz(info)).timestamp()
 
 
-def build_query(raw: Any, tz: tzinfo) -> EventQuery:
+def build_query(raw: Any, tz: tzinfo, default_platform: str) -> EventQuery:
+    """A search from CLI options or a batch line; ``platform`` defaults to the deployment's."""
     if not isinstance(raw, dict):
         raise InputError("query", f"must be a JSON object, got {type(raw).__name__}")
     try:
-        req = SearchRequest.model_validate(raw, context={"tz": tz})
+        context = {"tz": tz, "default_platform": default_platform}
+        req = SearchRequest.model_validate({"platform": None, **raw}, context=context)
     except ValidationError as exc:
         raise InputError("search", describe_validation_error(exc)) from None
     return EventQuery(
         text=req.query,
+        platform=req.platform,
         chat_type=req.chat_type,
         chat_id=req.chat_id,
         persona_id=req.persona,

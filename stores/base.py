@@ -29,6 +29,64 @@ def stage_for(score: float) -> str:
     return RELATIONSHIP_STAGES[-1][1]
 
 
+# --- scopes -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChatScope:
+    """A conversation scope: one chat on one platform (DESIGN.md "Isolation"). The same chat
+    id on two platforms is two scopes; a private chat's id is the user's id. Conversation
+    content (events, messages, buffers) is further split by persona."""
+
+    platform: str
+    chat_type: ChatType
+    chat_id: str
+
+    @property
+    def key(self) -> str:
+        """``qq:group:1001``: the chat stream."""
+        return f"{self.platform}:{self.chat_type}:{self.chat_id}"
+
+
+Sharing = Literal["chat", "groups", "all"]
+SHARING_POLICIES: tuple[Sharing, ...] = ("chat", "groups", "all")
+
+
+def may_share(learned_in: ChatScope, shown_in: ChatScope, sharing: Sharing) -> bool:
+    """Whether what was learned about a person in one chat may be shown in another (people
+    are per platform, so never across platforms): ``chat`` only in the same chat (any of its
+    personas), ``groups`` also from other groups, ``all`` from private chats too."""
+    if learned_in.platform != shown_in.platform:
+        return False
+    if learned_in == shown_in or sharing == "all":
+        return True
+    return sharing == "groups" and learned_in.chat_type == "group"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ForgetTarget:
+    """What an operator erases (``groupmind forget``): a person everywhere on a platform, a
+    person in one chat, or a whole chat."""
+
+    platform: str
+    user_id: str | None = None
+    chat: ChatScope | None = None
+
+    def __post_init__(self) -> None:
+        if not self.platform:
+            raise ValueError("platform: required")
+        if self.user_id is None and self.chat is None:
+            raise ValueError("forget needs a user id, a chat, or both")
+        if self.chat is not None and self.chat.platform != self.platform:
+            raise ValueError("chat: on another platform than the target")
+
+    def covers(self, scope: ChatScope, user_id: str | None = None) -> bool:
+        """Whether data of this chat (and, when given, this person) is to be erased."""
+        if scope.platform != self.platform or (self.chat is not None and scope != self.chat):
+            return False
+        return self.user_id is None or user_id == self.user_id
+
+
 # --- events -------------------------------------------------------------------------------
 
 
@@ -41,6 +99,7 @@ class EventRecord:
     timestamp: float  # epoch seconds, so Chroma can filter ranges
     user_id: str
     user_name: str
+    platform: str
     chat_type: ChatType
     chat_id: str
     chat_name: str = ""
@@ -55,6 +114,7 @@ class EventRecord:
             "timestamp": self.timestamp,
             "user_id": self.user_id,
             "user_name": self.user_name,
+            "platform": self.platform,
             "chat_type": self.chat_type,
             "chat_id": self.chat_id,
             "chat_name": self.chat_name,
@@ -71,6 +131,7 @@ class EventRecord:
             timestamp=float(meta["timestamp"]),
             user_id=str(meta["user_id"]),
             user_name=str(meta.get("user_name", "")),
+            platform=str(meta["platform"]),
             chat_type=meta["chat_type"],
             chat_id=str(meta["chat_id"]),
             chat_name=str(meta.get("chat_name", "")),
@@ -79,12 +140,18 @@ class EventRecord:
             context=str(meta.get("context", "")),
         )
 
+    @property
+    def scope(self) -> ChatScope:
+        return ChatScope(platform=self.platform, chat_type=self.chat_type, chat_id=self.chat_id)
+
 
 @dataclass(frozen=True, kw_only=True)
 class EventQuery:
-    """A search is always scoped to one chat: there is no way to build an unscoped one."""
+    """A search is always scoped to one chat on one platform: there is no way to build an
+    unscoped one."""
 
     text: str
+    platform: str
     chat_type: ChatType
     chat_id: str
     persona_id: str | None = None  # None: every persona (operator tools only)
@@ -94,6 +161,8 @@ class EventQuery:
     time_to: float | None = None
 
     def __post_init__(self) -> None:
+        if not self.platform:
+            raise ValueError("platform: a search needs the platform of its chat")
         if self.chat_type not in ("group", "private"):
             raise ValueError(f"chat_type: unknown chat type {self.chat_type!r}")
         if not self.chat_id:
@@ -105,6 +174,10 @@ class EventQuery:
                 raise ValueError("time range: from is after to")
 
     @property
+    def scope(self) -> ChatScope:
+        return ChatScope(platform=self.platform, chat_type=self.chat_type, chat_id=self.chat_id)
+
+    @property
     def plain(self) -> bool:
         """Scope and persona only: no user or time filter."""
         return self.user_id is None and self.time_from is None and self.time_to is None
@@ -112,7 +185,8 @@ class EventQuery:
     def admits(self, event: EventRecord) -> bool:
         """The scope and filters as a predicate: used to double-check every hit."""
         return (
-            event.chat_type == self.chat_type
+            event.platform == self.platform
+            and event.chat_type == self.chat_type
             and event.chat_id == self.chat_id
             and (self.persona_id is None or event.persona_id == self.persona_id)
             and (self.user_id is None or event.user_id == self.user_id)
@@ -150,7 +224,10 @@ class EventStore(Protocol):
     def upsert(self, event: EventRecord) -> None: ...
     def search(self, query: EventQuery) -> list[EventHit]: ...
     def get(self, ids: Sequence[str]) -> list[EventRecord]: ...
-    def count(self, chat_type: ChatType | None = None, chat_id: str | None = None) -> int: ...
+    def count(self, scope: ChatScope | None = None) -> int: ...
+    def forget(self, target: ForgetTarget) -> list[str]:
+        """Delete the events the target covers; returns their ids."""
+        ...
 
 
 # --- people and groups --------------------------------------------------------------------
@@ -158,14 +235,14 @@ class EventStore(Protocol):
 
 @dataclass(kw_only=True)
 class Relationship:
-    """seed 000 §2: how the bot sees one user (shared by every persona)."""
+    """seed 000 §2: how the bot stands with one person. Shared by every chat and persona of
+    the person's platform, so it carries no content: what was learned about the person
+    lives in ``LearnedProfile`` rows, one per chat it was learned in."""
 
+    platform: str
     user_id: str
     user_name: str
     aliases: list[str] = field(default_factory=list)
-    impression_text: str = ""
-    key_facts: list[dict[str, str]] = field(default_factory=list)  # [{"type", "value"}]
-    preference_keywords: list[str] = field(default_factory=list)
     relationship_score: float = 0.0
     relationship_stage: str = "stranger"
     first_met_time: float | None = None
@@ -174,26 +251,55 @@ class Relationship:
 
 
 @dataclass(kw_only=True)
-class Profile:
-    """seed 003 §3.3-3.4: a user or group profile, summary + structured traits."""
+class LearnedProfile:
+    """What was learned about one person in one chat (by any of its personas): key facts,
+    preferences, the impression and the profile summary (seed 000 §2, seed 003 §3.3)."""
 
-    kind: Literal["user", "group"]
-    target_id: str
+    platform: str
+    user_id: str
+    chat_type: ChatType
+    chat_id: str
+    chat_name: str = ""
+    user_name: str = ""
+    impression_text: str = ""
+    key_facts: list[dict[str, str]] = field(default_factory=list)  # [{"type", "value"}]
+    preference_keywords: list[str] = field(default_factory=list)
+    summary: str = ""
+    traits: dict[str, Any] = field(default_factory=dict)
+    updated_at: float | None = None
+    version: int = 0
+
+    @property
+    def scope(self) -> ChatScope:
+        return ChatScope(platform=self.platform, chat_type=self.chat_type, chat_id=self.chat_id)
+
+
+@dataclass(kw_only=True)
+class GroupProfile:
+    """seed 003 §3.4: what a group is about, learned in that group."""
+
+    platform: str
+    group_id: str
     name: str
     summary: str = ""
     traits: dict[str, Any] = field(default_factory=dict)
     updated_at: float | None = None
     version: int = 0
 
+    @property
+    def scope(self) -> ChatScope:
+        return ChatScope(platform=self.platform, chat_type="group", chat_id=self.group_id)
+
 
 @dataclass(kw_only=True)
 class ProfileChange:
-    """Everything one memory job changes about people and groups, applied atomically."""
+    """Everything one memory job changes about people and groups, applied atomically: the
+    shared relationship, what was learned in the job's chat, and the group's profile."""
 
     request_id: str
     relationship: Relationship
-    user_profile: Profile
-    group_profile: Profile | None = None
+    learned: LearnedProfile
+    group: GroupProfile | None = None
 
 
 class ProfileConflict(Exception):
@@ -202,8 +308,17 @@ class ProfileConflict(Exception):
 
 @runtime_checkable
 class ProfileStore(Protocol):
-    def get_relationship(self, user_id: str) -> Relationship | None: ...
-    def get_profile(self, kind: Literal["user", "group"], target_id: str) -> Profile | None: ...
+    def get_relationship(self, platform: str, user_id: str) -> Relationship | None: ...
+    def learned_about(self, platform: str, user_id: str) -> list[LearnedProfile]:
+        """Every chat's profile of this person, with the scope each was learned in."""
+        ...
+
+    def get_learned(self, scope: ChatScope, user_id: str) -> LearnedProfile | None: ...
+    def get_group(self, platform: str, group_id: str) -> GroupProfile | None: ...
+    def unscoped(self, platform: str, user_id: str) -> dict[str, Any] | None:
+        """Content from before profiles had provenance, that no chat may see: operators only."""
+        ...
+
     def was_applied(self, request_id: str) -> bool: ...
     def apply(self, change: ProfileChange) -> bool:
         """Write the change if nobody wrote these rows since they were read (their
@@ -211,15 +326,41 @@ class ProfileStore(Protocol):
         raises ProfileConflict on a concurrent write."""
         ...
 
+    def forget(self, target: ForgetTarget) -> dict[str, int]: ...
 
-@runtime_checkable
-class ProfileIndex(Protocol):
-    """Profile summaries embedded for "who does what" searches (seed 003 §3.4)."""
 
-    def upsert_profile(self, profile: Profile) -> None: ...
-    def search_profiles(
-        self, text: str, kind: Literal["user", "group"] | None = None, top_k: int = 5
-    ) -> list[tuple[Profile, float]]: ...
+@dataclass(frozen=True)
+class ProfileView:
+    """What one chat may see of a person: the relationship, and the profiles learned in the
+    chats the sharing policy admits (this chat's first)."""
+
+    relationship: Relationship | None
+    learned: list[LearnedProfile]
+
+    @property
+    def key_facts(self) -> list[dict[str, str]]:
+        """This chat's facts first; another chat's only for a type not known here."""
+        facts: list[dict[str, str]] = []
+        for profile in self.learned:
+            seen = {f["type"] for f in facts if f["type"] != "other"}
+            facts += [f for f in profile.key_facts if f["type"] not in seen]
+        return facts
+
+    @property
+    def preference_keywords(self) -> list[str]:
+        return list(dict.fromkeys(p for lp in self.learned for p in lp.preference_keywords))
+
+
+def profile_view(
+    store: ProfileStore, user_id: str, shown_in: ChatScope, sharing: Sharing
+) -> ProfileView:
+    learned = [
+        lp
+        for lp in store.learned_about(shown_in.platform, user_id)
+        if may_share(lp.scope, shown_in, sharing)
+    ]
+    learned.sort(key=lambda lp: (lp.scope != shown_in, -(lp.updated_at or 0.0)))
+    return ProfileView(store.get_relationship(shown_in.platform, user_id), learned)
 
 
 # --- personas -----------------------------------------------------------------------------
@@ -266,8 +407,11 @@ class JobRow:
 
 @runtime_checkable
 class JobQueue(Protocol):
-    def enqueue(self, request_id: str, payload: dict[str, Any]) -> bool:
-        """Add a job; False when this request id is already queued, running or done."""
+    def enqueue(
+        self, request_id: str, payload: dict[str, Any], *, scope: ChatScope, user_id: str
+    ) -> bool:
+        """Add a job (its chat and person kept beside the payload, so forget can find it);
+        False when this request id is already queued, running or done."""
         ...
 
     def claim(self, worker: str, *, lease_s: float, request_id: str | None = None) -> JobRow | None:
@@ -281,6 +425,14 @@ class JobQueue(Protocol):
 
     def get(self, request_id: str) -> JobRow | None: ...
     def counts(self) -> dict[str, int]: ...
+    def forget(self, target: ForgetTarget) -> list[JobRow]:
+        """Delete the jobs the target covers, whatever their status; returns them."""
+        ...
+
+    def running(self, target: ForgetTarget) -> list[str]:
+        """Request ids of the target's jobs a live worker holds now."""
+        ...
+
     def list(self, status: JobStatus | None = None, limit: int = 50) -> list[JobRow]: ...
 
 
@@ -313,23 +465,41 @@ class StoredMessage:
 
 @runtime_checkable
 class MessageStore(Protocol):
+    """Messages per stream and persona: every read names both (a persona's conversation is
+    its own, DESIGN.md "Isolation")."""
+
     def add(self, message: StoredMessage) -> StoredMessage:
-        """Store a message (idempotent by stream + message id); returns it with its seq."""
+        """Store a message (idempotent by stream, persona and message id); returns it with
+        its seq."""
         ...
 
-    def get(self, stream: str, message_ids: Sequence[str]) -> list[StoredMessage]: ...
+    def get(
+        self, stream: str, persona_id: str, message_ids: Sequence[str]
+    ) -> list[StoredMessage]: ...
     def window(
-        self, stream: str, *, before: float, since: float, limit: int, exclude: str | None = None
+        self,
+        stream: str,
+        persona_id: str,
+        *,
+        before: float,
+        since: float,
+        limit: int,
+        exclude: str | None = None,
     ) -> list[StoredMessage]:
         """The latest ``limit`` messages with since <= timestamp <= before, oldest first."""
         ...
 
     def replies_to(
-        self, stream: str, message_ids: Sequence[str], limit: int
+        self, stream: str, persona_id: str, message_ids: Sequence[str], limit: int
     ) -> list[StoredMessage]: ...
-    def newer_than(self, stream: str, seq: int) -> list[StoredMessage]: ...
+    def newer_than(self, stream: str, persona_id: str, seq: int) -> list[StoredMessage]: ...
     def members(self, stream: str) -> dict[str, str]:
-        """user_id -> latest user_name of everyone who spoke in the stream."""
+        """user_id -> latest user_name of everyone who spoke in the stream (names, no
+        content: shared by the chat's personas)."""
+        ...
+
+    def forget(self, target: ForgetTarget) -> int:
+        """Delete the messages (and memberships) the target covers; returns how many."""
         ...
 
 
@@ -337,6 +507,7 @@ class MessageStore(Protocol):
 class ChatStateRegistry(Protocol):
     def set_state(self, stream: str, state: str) -> None: ...
     def count(self, state: str, *, excluding: str | None = None) -> int: ...
+    def forget(self, stream: str) -> int: ...
 
 
 @dataclass(kw_only=True)
@@ -344,7 +515,10 @@ class ContextUsage:
     """seed 004 §4.2."""
 
     context_id: str
+    platform: str
+    chat_type: ChatType
     chat_id: str
+    persona_id: str
     user_id: str
     trigger_message_id: str
     context_message_ids: list[str]
@@ -356,3 +530,4 @@ class ContextUsage:
 class ContextUsageStore(Protocol):
     def record(self, usage: ContextUsage) -> None: ...
     def get(self, context_id: str) -> ContextUsage | None: ...
+    def forget(self, target: ForgetTarget) -> int: ...

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import chromadb
 import numpy as np
 from langchain_chroma import Chroma
 from langchain_core.embeddings import Embeddings
 
-from stores.base import ChatType, EventHit, EventQuery, EventRecord, Profile
+from stores.base import ChatScope, EventHit, EventQuery, EventRecord, ForgetTarget
 
 EVENTS = "events"
-PROFILES = "profiles"
+LEGACY_PROFILES = "profiles"  # summaries indexed without scope before 0.2; dropped on open
+SCOPE_FORMAT = 2  # 1: keys without the platform; 2: "platform:chat_type:chat_id[:persona]"
 
 
 class EmbeddingMismatch(RuntimeError):
@@ -30,12 +31,17 @@ def make_client(path: Path | None = None, host: str | None = None, port: int = 8
     return chromadb.PersistentClient(path=str(path), settings=settings)
 
 
-def open_collection(client: Any, name: str, embeddings: Embeddings, model_name: str) -> Chroma:
+def open_collection(
+    client: Any,
+    name: str,
+    embeddings: Embeddings,
+    model_name: str,
+    metadata: dict[str, Any] | None = None,
+) -> Chroma:
     """A LangChain Chroma store over one collection, always with our embedding function
     (Chroma's default one would download a model), cosine space, and the model's name in
     the collection metadata; a collection built with another model is refused."""
-    existing = {c.name if hasattr(c, "name") else str(c) for c in client.list_collections()}
-    if name in existing:
+    if name in _names(client):
         found = (client.get_collection(name).metadata or {}).get("embedding_model")
         if found != model_name:
             raise EmbeddingMismatch(
@@ -46,23 +52,23 @@ def open_collection(client: Any, name: str, embeddings: Embeddings, model_name: 
         collection_name=name,
         embedding_function=embeddings,
         client=client,
-        collection_metadata={"hnsw:space": "cosine", "embedding_model": model_name},
+        collection_metadata={
+            "hnsw:space": "cosine",
+            "embedding_model": model_name,
+            **(metadata or {}),
+        },
     )
 
 
-def chat_key(chat_type: str, chat_id: str) -> str:
-    return f"{chat_type}:{chat_id}"
-
-
-def scope_key(chat_type: str, chat_id: str, persona_id: str) -> str:
-    return f"{chat_type}:{chat_id}:{persona_id}"
+def scope_key(scope: ChatScope, persona_id: str) -> str:
+    return f"{scope.key}:{persona_id}"
 
 
 def _meta(event: EventRecord) -> dict[str, Any]:
     return {
         **event.metadata(),
-        "chat_key": chat_key(event.chat_type, event.chat_id),
-        "scope_key": scope_key(event.chat_type, event.chat_id, event.persona_id),
+        "chat_key": event.scope.key,
+        "scope_key": scope_key(event.scope, event.persona_id),
     }
 
 
@@ -70,9 +76,9 @@ def where_for(query: EventQuery) -> dict[str, Any]:
     """One equality on a derived key for the scope: Chroma answers a single-field filter
     about four times faster than an $and of three (3.5 vs 14 ms on 5.9k events)."""
     if query.persona_id is not None:
-        scope = {"scope_key": scope_key(query.chat_type, query.chat_id, query.persona_id)}
+        scope = {"scope_key": scope_key(query.scope, query.persona_id)}
     else:
-        scope = {"chat_key": chat_key(query.chat_type, query.chat_id)}
+        scope = {"chat_key": query.scope.key}
     clauses: list[dict[str, Any]] = [scope]
     if query.user_id is not None:
         clauses.append({"user_id": query.user_id})
@@ -86,8 +92,15 @@ def where_for(query: EventQuery) -> dict[str, Any]:
 class ChromaEventStore:
     """Dense retrieval: e5 vectors, filtered by Chroma metadata to the query's scope."""
 
-    def __init__(self, client: Any, embeddings: Embeddings, model_name: str) -> None:
-        self.store = open_collection(client, EVENTS, embeddings, model_name)
+    def __init__(
+        self, client: Any, embeddings: Embeddings, model_name: str, *, default_platform: str = "qq"
+    ) -> None:
+        self.store = open_collection(
+            client, EVENTS, embeddings, model_name, {"scope_format": SCOPE_FORMAT}
+        )
+        migrate_scopes(self.store._collection, default_platform)
+        if LEGACY_PROFILES in _names(client):
+            client.delete_collection(LEGACY_PROFILES)
 
     def upsert(self, event: EventRecord) -> None:
         self.store.add_texts([event.text], metadatas=[_meta(event)], ids=[event.id])
@@ -157,51 +170,54 @@ class ChromaEventStore:
         }
         return [by_id[i] for i in ids if i in by_id]
 
-    def count(self, chat_type: ChatType | None = None, chat_id: str | None = None) -> int:
-        clauses: list[dict[str, Any]] = []
-        if chat_type is not None and chat_id is not None:
-            clauses.append({"chat_key": chat_key(chat_type, chat_id)})
-        elif chat_type is not None:
-            clauses.append({"chat_type": chat_type})
-        elif chat_id is not None:
-            clauses.append({"chat_id": chat_id})
-        if not clauses:
+    def count(self, scope: ChatScope | None = None) -> int:
+        if scope is None:
             return int(self.store._collection.count())
-        where: Any = clauses[0] if len(clauses) == 1 else {"$and": clauses}
-        return len(self.store.get(where=where, include=[])["ids"])
+        return len(self.store.get(where={"chat_key": scope.key}, include=[])["ids"])
 
-
-class ChromaProfileIndex:
-    """Profile summaries, embedded whole (seed 003 §3.4: "who is doing what")."""
-
-    def __init__(self, client: Any, embeddings: Embeddings, model_name: str) -> None:
-        self.store = open_collection(client, PROFILES, embeddings, model_name)
-
-    def upsert_profile(self, profile: Profile) -> None:
-        if not profile.summary:
-            return
-        self.store.add_texts(
-            [profile.summary],
-            metadatas=[
-                {"kind": profile.kind, "target_id": profile.target_id, "name": profile.name}
-            ],
-            ids=[f"{profile.kind}:{profile.target_id}"],
-        )
-
-    def search_profiles(
-        self, text: str, kind: Literal["user", "group"] | None = None, top_k: int = 5
-    ) -> list[tuple[Profile, float]]:
-        where: Any = {"kind": kind} if kind else None
-        found = self.store.similarity_search_with_score(text, k=top_k, filter=where)
-        return [
-            (
-                Profile(
-                    kind=doc.metadata["kind"],
-                    target_id=str(doc.metadata["target_id"]),
-                    name=str(doc.metadata.get("name", "")),
-                    summary=doc.page_content,
-                ),
-                1.0 - float(distance),
-            )
-            for doc, distance in found
+    def forget(self, target: ForgetTarget) -> list[str]:
+        """Delete the events the target covers; returns their ids."""
+        clauses: list[dict[str, Any]] = [
+            {"chat_key": target.chat.key} if target.chat else {"platform": target.platform}
         ]
+        if target.user_id is not None:
+            clauses.append({"user_id": target.user_id})
+        where: Any = clauses[0] if len(clauses) == 1 else {"$and": clauses}
+        ids = [str(i) for i in self.store.get(where=where, include=[])["ids"]]
+        for start in range(0, len(ids), 1000):
+            self.store._collection.delete(ids=ids[start : start + 1000])
+        return ids
+
+
+def _names(client: Any) -> set[str]:
+    return {c.name if hasattr(c, "name") else str(c) for c in client.list_collections()}
+
+
+def migrate_scopes(collection: Any, default_platform: str, batch: int = 1000) -> int:
+    """Bring an events collection written before platforms were part of the scope to the
+    current keys (events without a platform take ``default_platform``); once, recorded in
+    the collection's metadata. Returns how many events were rewritten."""
+    meta = dict(collection.metadata or {})
+    if meta.get("scope_format") == SCOPE_FORMAT:
+        return 0
+    changed, offset = 0, 0
+    while True:
+        got = collection.get(include=["metadatas"], limit=batch, offset=offset)
+        if not got["ids"]:
+            break
+        metas = []
+        for old in got["metadatas"]:
+            new = dict(old or {})
+            new.setdefault("platform", default_platform)
+            event = EventRecord.from_metadata("-", "", new)
+            new["chat_key"], new["scope_key"] = (
+                event.scope.key,
+                scope_key(event.scope, event.persona_id),
+            )
+            metas.append(new)
+        collection.update(ids=got["ids"], metadatas=metas)
+        changed += len(got["ids"])
+        offset += batch
+    meta.pop("hnsw:space", None)  # fixed at creation; Chroma refuses to "change" it
+    collection.modify(metadata={**meta, "scope_format": SCOPE_FORMAT})
+    return changed

@@ -19,7 +19,15 @@ from typing import Protocol
 
 import numpy as np
 
-from stores.base import ChatType, EventHit, EventQuery, EventRecord, EventStore, ScopeMembers
+from stores.base import (
+    ChatScope,
+    EventHit,
+    EventQuery,
+    EventRecord,
+    EventStore,
+    ForgetTarget,
+    ScopeMembers,
+)
 from stores.scope_vectors import ScopeVectors
 
 RRF_K = 10
@@ -124,7 +132,7 @@ class HybridEventStore:
         if members is not None and not members.ids:
             return []
         if members is not None and query.plain:
-            key = (query.chat_type, query.chat_id, query.persona_id)
+            key = (query.scope, query.persona_id)
             held = self.held.search(key, members, vector, query.top_k)
             if held is not None:
                 return [event_id for event_id, _ in held]
@@ -139,5 +147,13 @@ class HybridEventStore:
         found.update({e.id: e for e in self.lexical.get(missing)})
         return [found[i] for i in ids if i in found]
 
-    def count(self, chat_type: ChatType | None = None, chat_id: str | None = None) -> int:
-        return self.vector.count(chat_type, chat_id)
+    def count(self, scope: ChatScope | None = None) -> int:
+        return self.vector.count(scope)
+
+    def forget(self, target: ForgetTarget) -> list[str]:
+        """Both sides, SQL first (the dense side follows the ids SQL lists, so a search in
+        between finds nothing it should not); this process's held vectors drop them now,
+        other processes' on their next search of the scope."""
+        ids = set(self.lexical.forget(target)) | set(self.vector.forget(target))
+        self.held.discard(ids)
+        return sorted(ids)

@@ -76,6 +76,17 @@ class ScopeVectors:
         with self._lock:
             return key in self._held
 
+    def held_ids(self) -> set[str]:
+        with self._lock:
+            return {i for held in self._held.values() for i in held.ids}
+
+    def discard(self, ids: set[str]) -> None:
+        """Drop every held scope with one of these (erased) events: reloaded when next
+        searched, from what SQL still lists."""
+        with self._lock:
+            for key in [k for k, held in self._held.items() if ids & held.rows.keys()]:
+                del self._held[key]
+
     def _update(
         self, key: Hashable, members: ScopeMembers, held: _Held | None, changed: list[str]
     ) -> _Held:

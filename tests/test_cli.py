@@ -99,12 +99,25 @@ def test_search_batch_prints_one_list_per_line(cli: Any, tmp_path: Path) -> None
     }
 
 
-def test_profile_json(cli: Any, tmp_path: Path) -> None:
-    cli("remember", str(write_jsonl(tmp_path / "j.jsonl", [job("a")])))
-    result = cli("profile", "10001", "--json")
-    data = json.loads(result.stdout)
-    assert data["relationship"]["key_facts"] == [{"type": "birthday", "value": "11月23日"}]
+def test_profile_json_with_provenance_and_per_chat_views(cli: Any, tmp_path: Path) -> None:
+    dm = job("b", chat_type="private", chat_id="10001", action_summary="", new_info="我住在杭州")
+    cli("remember", str(write_jsonl(tmp_path / "j.jsonl", [job("a"), dm])))
+    data = json.loads(cli("profile", "10001", "--json").stdout)
     assert data["relationship"]["relationship_stage"] == "stranger"
+    assert "key_facts" not in data["relationship"]  # the relationship carries no content
+    facts = {lp["learned_in"]: lp["key_facts"] for lp in data["learned"]}
+    assert facts == {
+        "qq:group:1001": [{"type": "birthday", "value": "11月23日"}],
+        "qq:private:10001": [{"type": "location", "value": "杭州"}],
+    }
+    group_view = cli("profile", "10001", "--chat-type", "group", "--chat-id", "1001", "--json")
+    seen = json.loads(group_view.stdout)
+    assert seen["shown_in"] == "qq:group:1001" and seen["sharing"] == "chat"
+    assert seen["key_facts"] == [{"type": "birthday", "value": "11月23日"}]
+    plain = cli("profile", "10001", "--chat-type", "group", "--chat-id", "1001")
+    assert "11月23日" in plain.stdout and "杭州" not in plain.stdout
+    lark = cli("profile", "10001", "--platform", "lark", "--json")
+    assert lark.exit_code == 1  # the same id on another platform is someone else
     missing = cli("profile", "nobody", "--json")
     assert missing.exit_code == 1 and "no profile stored" in missing.stdout
 

@@ -76,7 +76,9 @@ def test_both_graphs_run_through_the_sdk(server: tuple[str, Path]) -> None:
 
     chat_id = uuid.uuid4().hex[:8]  # the dev server keeps threads across runs (.langgraph_api)
     stream = f"qq:group:{chat_id}"
-    thread = client.threads.create(thread_id=stream_thread_id(stream), if_exists="do_nothing")
+    thread = client.threads.create(
+        thread_id=stream_thread_id(stream, "bot"), if_exists="do_nothing"
+    )
     quiet = client.runs.wait(
         thread["thread_id"], "reply", input={"message": message("今天下雨了", chat_id=chat_id)}
     )

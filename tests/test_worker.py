@@ -19,6 +19,7 @@ from groupmind.settings import Settings
 from groupmind.worker import MemoryWorker
 from nodes.deps import Deps
 from state.validation import InputError
+from stores.base import ChatScope
 from stores.sql import SqlJobQueue
 from tests.fakes import DownEvents
 from tests.graphs.helpers import job
@@ -50,7 +51,7 @@ def test_an_outage_leaves_the_job_queued_then_it_is_stored(tmp_path: Path, deps:
     now[0] = first.retry_at + 0.01
     second = worker.run_next()
     assert second is not None and second.status == "stored" and second.attempts == 1
-    assert deps.events.count("group", "1001") == 1
+    assert deps.events.count(ChatScope(platform="qq", chat_type="group", chat_id="1001")) == 1
     done = worker.jobs.get("r1")
     assert done is not None and done.status == "done" and done.attempts == 2
 
@@ -99,7 +100,9 @@ def test_kill_9_mid_run_resumes_at_the_unfinished_step(tmp_path: Path) -> None:
     assert outcome is not None and outcome.status == "stored"
     history = list(session.memory_graph.get_state_history(config))
     assert sum(1 for snap in history if snap.next == ("rewrite",)) == 1  # rewritten once
-    assert session.deps.events.count("group", "1001") == 1
+    assert (
+        session.deps.events.count(ChatScope(platform="qq", chat_type="group", chat_id="1001")) == 1
+    )
     assert session.jobs.get("r1").attempts == 2  # type: ignore[union-attr]
     graph = build_memory_graph(session.deps, checkpointer=make_checkpointer(settings))
     assert graph.get_state(config).values["status"] == "stored"

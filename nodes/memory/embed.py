@@ -31,6 +31,7 @@ def event_for(state: MemoryState) -> EventRecord:
         timestamp=job.when.timestamp(),
         user_id=job.user_id,
         user_name=job.user_name,
+        platform=job.platform,
         chat_type=job.chat_type,
         chat_id=job.scope_chat_id,
         chat_name=job.chat_name or "",

@@ -18,9 +18,7 @@ from state.validation import InputError, describe_validation_error
 
 def validate_job(raw: dict[str, Any], deps: Deps) -> MemoryJob:
     try:
-        return MemoryJob.model_validate(
-            raw, context={"tz": deps.tz, "max_text_chars": deps.max_text_chars}
-        )
+        return MemoryJob.model_validate(raw, context=deps.validation)
     except ValidationError as exc:
         raise InputError("job", describe_validation_error(exc)) from None
 

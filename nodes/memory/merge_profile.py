@@ -1,7 +1,9 @@
-"""merge_profile: fold the job's new information into the user's relationship and profile,
-and the group's profile (seed 003 §4.2 step 5, seed 000 §2-3). Runs only when new_info is
-not empty. Variants: ``rules`` (patterns, offline) and ``llm`` (structured output,
-validated by pydantic; malformed output skips the update and the event stays stored).
+"""merge_profile: fold the job's new information into the shared relationship, what was
+learned about the person in the job's chat, and the group's profile (seed 003 §4.2 step 5,
+seed 000 §2-3). Runs only when new_info is not empty. The merge reads only the job's own
+chat's profile, so a sharing policy can never copy one chat's content into another's.
+Variants: ``rules`` (patterns, offline) and ``llm`` (structured output, validated by
+pydantic; malformed output skips the update and the event stays stored).
 """
 
 from __future__ import annotations
@@ -18,21 +20,25 @@ from nodes.memory.profile_change import (
     Current,
     MalformedProfile,
     apply_with_retry,
+    base_learned,
     base_relationship,
     finish_relationship,
     merge_key_facts,
+    trim_impression,
     unique,
 )
 from nodes.memory.profile_rules import rules_change
+from nodes.prompt_blocks import DATA_HEADER, quoted
 from state.context import Context
 from state.memory import KeyFact, MemoryJob, MemoryState
-from stores.base import Profile, ProfileChange
+from stores.base import GroupProfile, ProfileChange
 
 log = logging.getLogger("groupmind.memory")
 
-PROFILE_PROMPT = """根据新信息更新侧写。
+PROFILE_PROMPT = """根据新信息更新你在{place}对 {user_name} 的侧写。
 
-你对 {user_name}({user_id}) 的现有认识（JSON）：
+{data_header}
+你在{place}对 {user_name}({user_id}) 的现有认识（JSON）：
 {old_relationship}
 
 {group_block}新信息：{new_info}
@@ -66,17 +72,17 @@ class ProfileUpdate(BaseModel):
 
 
 def render_profile_prompt(job: MemoryJob, current: Current) -> str:
-    rel = current.relationship
+    rel, learned = current.relationship, current.learned
     old = {
-        "impression_text": rel.impression_text if rel else "",
-        "key_facts": rel.key_facts if rel else [],
-        "preference_keywords": rel.preference_keywords if rel else [],
+        "impression_text": learned.impression_text if learned else "",
+        "key_facts": learned.key_facts if learned else [],
+        "preference_keywords": learned.preference_keywords if learned else [],
         "relationship_score": rel.relationship_score if rel else 0.0,
-        "user_summary": current.user_profile.summary if current.user_profile else "",
+        "user_summary": learned.summary if learned else "",
     }
     group_block = ""
     if job.chat_type == "group":
-        group = current.group_profile
+        group = current.group
         group_json = {"summary": group.summary, "traits": group.traits} if group else {}
         group_block = (
             f"群聊「{job.place_zh}」的现有侧写：{json.dumps(group_json, ensure_ascii=False)}\n\n"
@@ -87,49 +93,43 @@ def render_profile_prompt(job: MemoryJob, current: Current) -> str:
             "impression": job.impression_update,
         }
         group_block += f"对话中你用工具记下的：{json.dumps(tool, ensure_ascii=False)}\n\n"
-    recent = "\n".join(
-        f"- {m.user_name}：{json.dumps(m.content, ensure_ascii=False)}" for m in job.recent_messages
-    )
+    recent = "\n".join(f"- {m.user_name}：{quoted(m.content)}" for m in job.recent_messages)
     return PROFILE_PROMPT.format(
+        place=job.place_zh if job.chat_type == "private" else f"群聊「{job.place_zh}」",
+        data_header=DATA_HEADER,
         user_name=job.user_name,
         user_id=job.user_id,
         old_relationship=json.dumps(old, ensure_ascii=False),
         group_block=group_block,
-        new_info=json.dumps(job.new_info, ensure_ascii=False),
+        new_info=quoted(job.new_info),
         recent=recent or "（无）",
     )
 
 
 def llm_change(job: MemoryJob, update: ProfileUpdate, current: Current) -> ProfileChange:
     rel = base_relationship(job, current.relationship)
-    rel.impression_text = update.impression_text
-    told = [f.model_dump() for f in [*update.key_facts, *job.key_facts]]  # the tool's facts last
-    rel.key_facts = merge_key_facts(rel.key_facts, told)
-    rel.preference_keywords = unique([*rel.preference_keywords, *update.preference_keywords], 20)
     rel.aliases = [a for a in unique([*rel.aliases, *update.aliases], 20) if a != job.user_name]
     rel = finish_relationship(rel, update.affection_change, job.when.timestamp())
-    old_user, old_group = current.user_profile, current.group_profile
-    user = Profile(
-        kind="user",
-        target_id=job.user_id,
-        name=job.user_name,
-        summary=update.user_summary,
-        traits=update.user_traits,
-        version=old_user.version if old_user else 0,
+    learned = base_learned(job, current.learned)
+    learned.impression_text = trim_impression(update.impression_text)
+    told = [f.model_dump() for f in [*update.key_facts, *job.key_facts]]  # the tool's facts last
+    learned.key_facts = merge_key_facts(learned.key_facts, told)
+    learned.preference_keywords = unique(
+        [*learned.preference_keywords, *update.preference_keywords], 20
     )
+    learned.summary, learned.traits = update.user_summary, update.user_traits
+    old_group = current.group
     group = None
     if job.chat_type == "group" and (update.group_summary or old_group):
-        group = Profile(
-            kind="group",
-            target_id=job.scope_chat_id,
+        group = GroupProfile(
+            platform=job.platform,
+            group_id=job.scope_chat_id,
             name=job.chat_name or (old_group.name if old_group else job.scope_chat_id),
             summary=update.group_summary or (old_group.summary if old_group else ""),
             traits=update.group_traits or (old_group.traits if old_group else {}),
             version=old_group.version if old_group else 0,
         )
-    return ProfileChange(
-        request_id=job.request_id, relationship=rel, user_profile=user, group_profile=group
-    )
+    return ProfileChange(request_id=job.request_id, relationship=rel, learned=learned, group=group)
 
 
 def merge_profile_llm(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
@@ -157,12 +157,7 @@ def merge_profile_llm(state: MemoryState, ctx: Context, deps: Deps) -> dict[str,
 
 def merge_profile_rules(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
     job = MemoryJob.model_validate(state["job"])
-    persona, degraded = state.get("persona_name", job.persona_id), bool(state.get("degraded"))
-    return {
-        "profile": apply_with_retry(
-            deps, job, lambda cur: rules_change(job, persona, degraded, cur)
-        )
-    }
+    return {"profile": apply_with_retry(deps, job, lambda cur: rules_change(job, cur))}
 
 
 VARIANTS = {"merge_profile": {"rules": merge_profile_rules, "llm": merge_profile_llm}}

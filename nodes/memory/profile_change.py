@@ -14,7 +14,8 @@ from nodes.deps import Deps
 from state.memory import MemoryJob
 from stores.base import (
     KEY_FACT_TYPES,
-    Profile,
+    GroupProfile,
+    LearnedProfile,
     ProfileChange,
     ProfileConflict,
     Relationship,
@@ -33,9 +34,13 @@ class MalformedProfile(ValueError):
 
 @dataclass
 class Current:
+    """What a merge may read: the shared relationship, and only what was learned in the
+    job's own chat (never another chat's content, whatever the sharing policy: a merge
+    writes into this chat, and must not launder another's facts into it)."""
+
     relationship: Relationship | None
-    user_profile: Profile | None
-    group_profile: Profile | None
+    learned: LearnedProfile | None
+    group: GroupProfile | None
 
 
 def merge_key_facts(old: list[dict[str, str]], new: list[dict[str, str]]) -> list[dict[str, str]]:
@@ -77,17 +82,17 @@ def base_relationship(job: MemoryJob, current: Relationship | None) -> Relations
     """The relationship as it stands, with this job's name and times folded in."""
     ts = job.when.timestamp()
     if current is None:
-        return Relationship(user_id=job.user_id, user_name=job.user_name, first_met_time=ts)
+        return Relationship(
+            platform=job.platform, user_id=job.user_id, user_name=job.user_name, first_met_time=ts
+        )
     aliases = list(current.aliases)
     if current.user_name != job.user_name:
         aliases = unique([*aliases, current.user_name], 20)
     return Relationship(
+        platform=current.platform,
         user_id=current.user_id,
         user_name=job.user_name,
         aliases=[a for a in aliases if a != job.user_name],
-        impression_text=current.impression_text,
-        key_facts=list(current.key_facts),
-        preference_keywords=list(current.preference_keywords),
         relationship_score=current.relationship_score,
         relationship_stage=current.relationship_stage,
         first_met_time=min(t for t in (current.first_met_time, ts) if t is not None),
@@ -96,10 +101,27 @@ def base_relationship(job: MemoryJob, current: Relationship | None) -> Relations
     )
 
 
+def base_learned(job: MemoryJob, current: LearnedProfile | None) -> LearnedProfile:
+    """What this chat knows of the person so far (a copy to change)."""
+    return LearnedProfile(
+        platform=job.platform,
+        user_id=job.user_id,
+        chat_type=job.chat_type,
+        chat_id=job.scope_chat_id,
+        chat_name=job.chat_name or (current.chat_name if current else ""),
+        user_name=job.user_name,
+        impression_text=current.impression_text if current else "",
+        key_facts=list(current.key_facts) if current else [],
+        preference_keywords=list(current.preference_keywords) if current else [],
+        summary=current.summary if current else "",
+        traits=dict(current.traits) if current else {},
+        version=current.version if current else 0,
+    )
+
+
 def finish_relationship(rel: Relationship, affection_change: float, ts: float) -> Relationship:
     rel.relationship_score = bounded_score(rel.relationship_score, affection_change)
     rel.relationship_stage = stage_for(rel.relationship_score)
-    rel.impression_text = trim_impression(rel.impression_text)
     rel.last_impression_update = ts
     return rel
 
@@ -112,14 +134,13 @@ def apply_with_retry(deps: Deps, job: MemoryJob, compute: Compute) -> str:
     happened: ``updated``, ``duplicate`` (this request was applied before) or
     ``skipped: <why>`` (the model's output was malformed)."""
     if deps.profiles.was_applied(job.request_id):
-        _reindex(deps, job)  # a crash may have come between the write and the index
         return "duplicate"
     for attempt in range(MAX_MERGE_TRIES):
         current = Current(
-            relationship=deps.profiles.get_relationship(job.user_id),
-            user_profile=deps.profiles.get_profile("user", job.user_id),
-            group_profile=(
-                deps.profiles.get_profile("group", job.scope_chat_id)
+            relationship=deps.profiles.get_relationship(job.platform, job.user_id),
+            learned=deps.profiles.get_learned(job.scope, job.user_id),
+            group=(
+                deps.profiles.get_group(job.platform, job.scope_chat_id)
                 if job.chat_type == "group"
                 else None
             ),
@@ -133,32 +154,5 @@ def apply_with_retry(deps: Deps, job: MemoryJob, compute: Compute) -> str:
         except ProfileConflict:
             time.sleep(random.uniform(0, 0.01 * (attempt + 1)))  # jitter
             continue
-        if not applied:
-            return "duplicate"
-        _index(deps, current, change)
-        return "updated"
+        return "updated" if applied else "duplicate"
     raise ProfileConflict(f"user {job.user_id}: gave up after {MAX_MERGE_TRIES} conflicting writes")
-
-
-def _reindex(deps: Deps, job: MemoryJob) -> None:
-    if deps.profile_index is None:
-        return
-    for kind, target in (("user", job.user_id), ("group", job.scope_chat_id)):
-        if kind == "group" and job.chat_type != "group":
-            continue
-        profile = deps.profiles.get_profile(kind, target)  # type: ignore[arg-type]
-        if profile is not None and profile.summary:
-            deps.profile_index.upsert_profile(profile)
-
-
-def _index(deps: Deps, before: Current, change: ProfileChange) -> None:
-    """Embed changed summaries for profile search (only when the summary text changed)."""
-    if deps.profile_index is None:
-        return
-    pairs = [
-        (before.user_profile, change.user_profile),
-        (before.group_profile, change.group_profile),
-    ]
-    for old, new in pairs:
-        if new is not None and new.summary and (old is None or old.summary != new.summary):
-            deps.profile_index.upsert_profile(new)

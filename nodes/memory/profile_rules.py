@@ -1,24 +1,26 @@
 """The offline profile merge: key facts and preferences by pattern (Chinese and English),
-the new information appended to the impression, affection from a few sentiment words,
-group topics from keywords. Honest about what it is: pattern matching, not understanding.
+affection from a few sentiment words, group topics from keywords several people used.
+Honest about what it is: pattern matching, not understanding. It writes no impression of
+its own (an impression describes a person, and copying what they said would be
+conversation content); the reply model's ``update_user_impression`` lines are kept.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
 
 from nodes.memory.profile_change import (
     Current,
+    base_learned,
     base_relationship,
     finish_relationship,
     merge_key_facts,
+    trim_impression,
     unique,
 )
-from nodes.memory.rewrite import rules_parts
 from state.memory import MemoryJob
-from stores.base import Profile, ProfileChange
+from stores.base import GroupProfile, ProfileChange
 from stores.text import has_cjk, keywords
 
 _STOP = r"[，。,.!！?？;；\n]"
@@ -68,8 +70,7 @@ PREFERENCE = [
     re.compile(r"\bI (?:really |also )?(?:love|like|enjoy|adore) ([a-z][a-z ]{2,30}?)(?=[,.!?]|$| and | with | so )"),
 ]  # fmt: skip
 ALIAS = [re.compile(r"叫我([^，。,.!！?？\s]{1,8})"), re.compile(r"\bcall me ([A-Z][a-z]+)")]
-_QUESTION_END = re.compile(r"[?？]\s*$")
-_AT = re.compile(r"@\S+\s*")
+MAX_TOPICS = 50
 POSITIVE = re.compile(
     r"谢谢|感谢|喜欢你|爱你|哈哈|开心|太好了|厉害|\b(?:thanks?|thank you|love you|awesome|great|glad)\b",
     re.I,
@@ -117,68 +118,72 @@ def summarize_user(name: str, facts: list[dict[str, str]], prefs: list[str], zh:
     ]
     if prefs:
         parts.append(("喜欢：" if zh else "likes: ") + ("、" if zh else ", ").join(prefs[-8:]))
+    if not parts:
+        return ""
     return f"{name}：" + "；".join(parts) if zh else f"{name} — " + "; ".join(parts)
 
 
-def group_profile(job: MemoryJob, current: Profile | None, text: str) -> Profile:
-    old = current.traits.get("topic_counts", {}) if current else {}
-    counts = Counter({str(k): int(v) for k, v in old.items()})
-    counts.update(keywords(text, 5))
-    top = [w for w, _ in counts.most_common(8)]
+def group_profile(job: MemoryJob, current: GroupProfile | None, text: str) -> GroupProfile:
+    """Topics are keywords at least two people used: what one person said once is theirs,
+    not the group's (and stays in their conversation)."""
+    old = current.traits if current else {}
+    counts = Counter({str(k): int(v) for k, v in old.get("topic_counts", {}).items()})
+    speakers = {str(k): list(v) for k, v in old.get("topic_speakers", {}).items()}
+    for word in keywords(text, 5):
+        counts[word] += 1
+        who = speakers.setdefault(word, [])
+        if job.user_id not in who:
+            who.append(job.user_id)
+            del who[:-5]
+    kept = [w for w, _ in counts.most_common(MAX_TOPICS)]
+    top = [w for w in kept if len(speakers.get(w, [])) >= 2][:8]
     name = job.chat_name or (current.name if current else job.scope_chat_id)
     zh = has_cjk(text) or has_cjk(name)
     summary = (
         f"{name}：常聊" + "、".join(top) if zh else f"{name}: often talks about " + ", ".join(top)
     )
-    return Profile(
-        kind="group",
-        target_id=job.scope_chat_id,
+    return GroupProfile(
+        platform=job.platform,
+        group_id=job.scope_chat_id,
         name=name,
         summary=summary if top else (current.summary if current else ""),
-        traits={"topics": top, "topic_counts": dict(counts.most_common(50))},
+        traits={
+            "topics": top,
+            "topic_counts": {w: counts[w] for w in kept},
+            "topic_speakers": {w: speakers[w] for w in kept if w in speakers},
+        },
         version=current.version if current else 0,
     )
 
 
-def rules_change(job: MemoryJob, persona: str, degraded: bool, current: Current) -> ProfileChange:
+def rules_change(job: MemoryJob, current: Current) -> ProfileChange:
     info, ts = job.new_info, job.when.timestamp()
     rel = base_relationship(job, current.relationship)
+    learned = base_learned(job, current.learned)
     told = [f.model_dump() for f in job.key_facts]  # from the reply model's tools: as given
-    rel.key_facts = merge_key_facts(rel.key_facts, [*extract_facts(info), *told])
+    learned.key_facts = merge_key_facts(learned.key_facts, [*extract_facts(info), *told])
     prefs = [m.group(1).strip() for p in PREFERENCE for m in p.finditer(info)]
-    rel.preference_keywords = unique([*rel.preference_keywords, *prefs], 20)
+    learned.preference_keywords = unique([*learned.preference_keywords, *prefs], 20)
     aliases = [m.group(1) for p in ALIAS for m in p.finditer(info)]
     rel.aliases = [a for a in unique([*rel.aliases, *aliases], 20) if a != job.user_name]
-    day = job.when.date().isoformat()
-    # The user's own information, in absolute form unless the gate could not vouch for it;
-    # questions and @-addressing say little about the person and are left out.
-    said = f"{job.user_name}: {info}" if degraded else rules_parts(job, persona)[1]
-    statements = [s for s in said.splitlines() if s.strip() and not _QUESTION_END.search(s)]
-    line = job.impression_update or "\n".join(_AT.sub("", s).strip() for s in statements)
-    if line:
-        rel.impression_text = f"{rel.impression_text}\n[{day}] {line}".strip()
+    if job.impression_update:
+        day = job.when.date().isoformat()
+        learned.impression_text = trim_impression(
+            f"{learned.impression_text}\n[{day}] {job.impression_update}".strip()
+        )
     rel = finish_relationship(rel, affection_change(info), ts)
-
-    old_user = current.user_profile
     zh = has_cjk(info) or has_cjk(job.user_name)
-    traits: dict[str, Any] = {
-        "key_facts": {f["type"]: f["value"] for f in rel.key_facts},
-        "preferences": rel.preference_keywords,
-        "aliases": rel.aliases,
-    }
-    user = Profile(
-        kind="user",
-        target_id=job.user_id,
-        name=job.user_name,
-        summary=summarize_user(job.user_name, rel.key_facts, rel.preference_keywords, zh),
-        traits=traits,
-        version=old_user.version if old_user else 0,
+    learned.summary = summarize_user(
+        job.user_name, learned.key_facts, learned.preference_keywords, zh
     )
+    learned.traits = {
+        "key_facts": {f["type"]: f["value"] for f in learned.key_facts},
+        "preferences": learned.preference_keywords,
+    }
+    from_tool = bool(job.key_facts or job.impression_update)  # the model's words, not theirs
     group = (
-        group_profile(job, current.group_profile, f"{job.action_summary}\n{line}")
-        if job.chat_type == "group"
+        group_profile(job, current.group, info)
+        if job.chat_type == "group" and not from_tool
         else None
     )
-    return ProfileChange(
-        request_id=job.request_id, relationship=rel, user_profile=user, group_profile=group
-    )
+    return ProfileChange(request_id=job.request_id, relationship=rel, learned=learned, group=group)

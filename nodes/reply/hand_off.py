@@ -24,8 +24,8 @@ MAX_RECENT = 10
 TEMPLATE_LABELS = ("[离线规则回复]", "[表情:")
 
 
-def _request_id(stream: str, last_message_id: str, user_id: str) -> str:
-    raw = f"{stream}|{last_message_id}|{user_id}"
+def _request_id(stream: str, persona_id: str, last_message_id: str, user_id: str) -> str:
+    raw = f"{stream}|{persona_id}|{last_message_id}|{user_id}"
     return f"mem-{hashlib.sha1(raw.encode()).hexdigest()[:20]}"
 
 
@@ -51,11 +51,12 @@ def jobs_from_buffer(
         said = [p for p in pending if p["user_id"] == user_id]
         jobs.append(
             {
-                "request_id": _request_id(msg.stream, last_id, user_id),
+                "request_id": _request_id(msg.stream, persona_id, last_id, user_id),
                 "action_summary": action if user_id == answered_user else "",
                 "new_info": "\n".join(p["content"] for p in said)[:4000],
                 "user_id": user_id,
                 "user_name": said[-1]["user_name"],
+                "platform": msg.platform,
                 "chat_type": msg.chat_type,
                 "chat_id": msg.scope_chat_id,
                 "chat_name": msg.chat_name,
@@ -67,10 +68,11 @@ def jobs_from_buffer(
     return jobs
 
 
-def enqueue(deps: Deps, jobs: list[dict[str, Any]]) -> list[str]:
+def enqueue(deps: Deps, msg: ChatMessage, jobs: list[dict[str, Any]]) -> list[str]:
+    """Queue jobs of this message's chat (their person is the job's user)."""
     queue = need(deps.jobs, "jobs")
     for job in jobs:
-        queue.enqueue(job["request_id"], job)
+        queue.enqueue(job["request_id"], job, scope=msg.scope, user_id=job["user_id"])
     if jobs:
         deps.on_job()
     return [job["request_id"] for job in jobs]
@@ -95,7 +97,7 @@ def hand_off(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
         jobs = jobs_from_buffer(pending, msg, persona_id)
     else:
         return {**out, "pending": pending}
-    out["handed_off"] += enqueue(deps, jobs)
+    out["handed_off"] += enqueue(deps, msg, jobs)
     return {**out, "pending": []}
 
 
@@ -137,8 +139,11 @@ def _record_usage(deps: Deps, state: ReplyState, msg: ChatMessage, said: str) ->
         scores = {str(i): float(s) for i, s in state.get("ranked", [])}
         deps.context_usage.record(
             ContextUsage(
-                context_id=f"{msg.stream}|{msg.message_id}",
+                context_id=f"{msg.stream}|{msg.persona_id}|{msg.message_id}",
+                platform=msg.platform,
+                chat_type=msg.chat_type,
                 chat_id=msg.scope_chat_id,
+                persona_id=msg.persona_id,
                 user_id=msg.user_id,
                 trigger_message_id=msg.message_id,
                 context_message_ids=list(state.get("context_ids", [])),

@@ -44,9 +44,7 @@ def validate_message(raw: Any, deps: Deps) -> ChatMessage:
     if not isinstance(raw, dict):
         raise InputError("message", f"must be a JSON object, got {type(raw).__name__}")
     try:
-        return ChatMessage.model_validate(
-            raw, context={"tz": deps.tz, "max_text_chars": deps.max_text_chars}
-        )
+        return ChatMessage.model_validate(raw, context=deps.validation)
     except ValidationError as exc:
         raise InputError("message", describe_validation_error(exc)) from None
 
@@ -81,13 +79,21 @@ def decayed(interest: float, since: float | None, now: float, half_life_s: float
 
 def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     msg = validate_message(state.get("message"), deps)
+    held = state.get("stream")
+    if held and held != msg.stream:
+        # A thread is one chat's: its buffer must never be filed under another chat.
+        raise InputError(
+            "message",
+            f"its chat {msg.stream!r} is not this thread's ({held!r}): send each chat's "
+            "messages on that chat's own thread",
+        )
     store = need(deps.messages, "messages")
     out: dict[str, Any] = dict(FRESH)
     pending = list(state.get("pending", []))
     persona_id = msg.persona_id
     previous = state.get("persona_id")
     if previous and previous != persona_id and pending:
-        out["handed_off"] = enqueue(deps, jobs_from_buffer(pending, msg, previous))
+        out["handed_off"] = enqueue(deps, msg, jobs_from_buffer(pending, msg, previous))
         pending = []
 
     from_self = msg.user_id == deps.bot_id
@@ -97,7 +103,7 @@ def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     names.update({deps.bot_id: deps.bot_id, deps.persona_name(persona_id): deps.bot_id})
     mentions = list(dict.fromkeys([*msg.mentions, *textual_mentions(msg.content, names)]))
     mentions = [m for m in mentions if m != msg.user_id]
-    parent = store.get(msg.stream, [msg.reply_to]) if msg.reply_to else []
+    parent = store.get(msg.stream, persona_id, [msg.reply_to]) if msg.reply_to else []
     reply_to_bot = bool(parent) and (parent[0].from_bot or parent[0].user_id == deps.bot_id)
     stored = store.add(
         StoredMessage(

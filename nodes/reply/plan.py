@@ -51,7 +51,7 @@ def roll(stream: str, message_id: str, replans: int) -> float:
 
 def newer_messages(state: ReplyState, deps: Deps) -> list[Any]:
     store = need(deps.messages, "messages")
-    newer = store.newer_than(state["stream"], state.get("observed_seq", 0))
+    newer = store.newer_than(state["stream"], state["persona_id"], state.get("observed_seq", 0))
     return [m for m in newer if not m.from_bot]
 
 

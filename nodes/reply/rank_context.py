@@ -65,21 +65,26 @@ def gather(
     found: dict[str, Candidate] = {}
     parent_id, weight = trigger.reply_to, 1.0
     while parent_id and len(found) < rank.chain_max:
-        got = store.get(trigger.stream, [parent_id])
+        got = store.get(trigger.stream, trigger.persona_id, [parent_id])
         if not got or got[0].message_id in found:
             break
         found[got[0].message_id] = Candidate(got[0], weight)
         parent_id, weight = got[0].reply_to, weight * ANCESTOR_DECAY
     if trigger.reply_to and len(found) < rank.chain_max:
-        for sibling in store.replies_to(trigger.stream, [trigger.reply_to], rank.chain_max):
+        for sibling in store.replies_to(
+            trigger.stream, trigger.persona_id, [trigger.reply_to], rank.chain_max
+        ):
             if sibling.message_id != trigger.message_id and sibling.timestamp <= trigger.timestamp:
                 found.setdefault(sibling.message_id, Candidate(sibling, SIBLING))
     newer = (
-        store.newer_than(trigger.stream, trigger.seq) if upto_seq and upto_seq > trigger.seq else []
+        store.newer_than(trigger.stream, trigger.persona_id, trigger.seq)
+        if upto_seq and upto_seq > trigger.seq
+        else []
     )
     newer = [m for m in newer if m.seq <= (upto_seq or 0) and not m.from_bot]
     window = store.window(
         trigger.stream,
+        trigger.persona_id,
         before=max([trigger.timestamp, *(m.timestamp for m in newer)]),
         since=trigger.timestamp - rank.window_hours * 3600,
         limit=rank.window_max + len(newer),
@@ -190,7 +195,7 @@ def select(ranked: list[tuple[StoredMessage, float]], rank: RankSettings) -> lis
 
 def _trigger(state: ReplyState, store: MessageStore) -> StoredMessage:
     msg = ChatMessage.model_validate(state["msg"])
-    got = store.get(msg.stream, [msg.message_id])
+    got = store.get(msg.stream, msg.persona_id, [msg.message_id])
     if not got:
         raise LookupError(f"message {msg.message_id} was not stored by observe")
     return got[0]
@@ -199,6 +204,7 @@ def _trigger(state: ReplyState, store: MessageStore) -> StoredMessage:
 def _recent(store: MessageStore, trigger: StoredMessage, rank: RankSettings) -> list[StoredMessage]:
     return store.window(
         trigger.stream,
+        trigger.persona_id,
         before=trigger.timestamp,
         since=trigger.timestamp - rank.window_hours * 3600,
         limit=rank.max_messages,

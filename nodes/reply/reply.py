@@ -19,6 +19,7 @@ from nodes.reply.observe import without_addressing
 from nodes.reply.tools import make_tools
 from state.context import Context
 from state.reply import ChatMessage, ReplyState
+from stores.base import profile_view
 from stores.text import terms
 
 RULES_LABEL = "[离线规则回复]"
@@ -33,7 +34,8 @@ def render_context(deps: Deps, state: ReplyState, msg: ChatMessage) -> str:
     lines = [
         f"[{m.user_name}] {json.dumps(m.content, ensure_ascii=False)}"
         for m in sorted(
-            store.get(msg.stream, state.get("context_ids", [])), key=lambda m: (m.timestamp, m.seq)
+            store.get(msg.stream, msg.persona_id, state.get("context_ids", [])),
+            key=lambda m: (m.timestamp, m.seq),
         )
     ]
     return "\n".join([CONTEXT_HEADER, *lines]) if lines else ""
@@ -103,11 +105,11 @@ def reply_rules(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
         deps.persona_name(state.get("persona_id", msg.persona_id)),
     }
     line = recalled_line(msg.content, remembered, names)
-    rel = deps.profiles.get_relationship(msg.user_id)
+    facts = profile_view(deps.profiles, msg.user_id, msg.scope, deps.profile_sharing).key_facts
     if line:
         said = f"{msg.user_name}，我记得：{line[:120]}"
-    elif rel is not None and rel.key_facts:
-        fact = rel.key_facts[-1]
+    elif facts:
+        fact = facts[-1]
         said = f"{msg.user_name}，我记得你的{FACT_WORDS.get(fact['type'], '事')}是{fact['value']}。"
     else:
         said = f"{msg.user_name}，收到：“{msg.content[:40]}”"

@@ -1,7 +1,7 @@
-"""retrieve: what the bot remembers that bears on this message, strictly in this chat's
-scope and this persona (DESIGN.md "Isolation"): the user's relationship block (seed 000
-§4.1), the user and group profiles, and the most relevant events, injected in seed 003
-§5.1's format, quoted as data."""
+"""retrieve: what the bot remembers that bears on this message (DESIGN.md "Isolation"):
+events strictly in this chat's scope and this persona; the relationship block (seed 000
+§4.1) and the user's profile from what this chat may see under the sharing policy; this
+group's profile. Injected in seed 003 §5.1's format, every user text quoted as data."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from nodes.prompt_blocks import render_memory_block, render_relation_block
 from nodes.reply.observe import without_addressing
 from state.context import Context
 from state.reply import ChatMessage, ReplyState
-from stores.base import EventQuery
+from stores.base import EventQuery, profile_view
 
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="retrieve")
 
@@ -25,27 +25,27 @@ def retrieve(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     addressing = {deps.persona_name(persona_id), deps.bot_id}
     query = EventQuery(
         text=without_addressing(msg.content, addressing) or msg.content,  # "@小爱" is no topic
+        platform=msg.platform,
         chat_type=msg.chat_type,
         chat_id=msg.scope_chat_id,
         persona_id=persona_id,  # strict: only this persona's conversations
         top_k=ctx.auto_top_k or deps.auto_top_k,
     )
     searching = _pool.submit(deps.events.search, query)  # the SQL reads below run meanwhile
-    user = deps.profiles.get_profile("user", msg.user_id)
+    view = profile_view(deps.profiles, msg.user_id, msg.scope, deps.profile_sharing)
     group = (
-        deps.profiles.get_profile("group", msg.scope_chat_id) if msg.chat_type == "group" else None
+        deps.profiles.get_group(msg.platform, msg.scope_chat_id)
+        if msg.chat_type == "group"
+        else None
     )
-    relation = render_relation_block(deps, msg.user_id, deps.tz, msg.user_name)
     hits = searching.result()
     events = [
         (f"{datetime.fromtimestamp(h.event.timestamp, deps.tz):%Y-%m-%d}", h.event.text)
         for h in hits
     ]
     return {
-        "relation_block": relation,
-        "memory_block": render_memory_block(
-            user.summary if user else "", group.summary if group else "", events
-        ),
+        "relation_block": render_relation_block(view, msg.scope, deps.tz, msg.user_name),
+        "memory_block": render_memory_block(view, group, events, msg.scope),
         "memory_ids": [h.event.id for h in hits],
     }
 

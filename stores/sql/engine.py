@@ -45,10 +45,11 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     return create_engine(url, pool_pre_ping=True, **kwargs)
 
 
-def migrate(engine: Engine) -> None:
+def migrate(engine: Engine, *, default_platform: str = "qq") -> None:
     """Bring the schema to the newest revision (safe to call from several processes)."""
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["default_platform"] = default_platform  # for rows older than 0005
     for attempt in range(5):
         try:
             with engine.begin() as conn:

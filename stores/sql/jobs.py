@@ -10,11 +10,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sqlalchemy import Engine, func, insert, or_, select, update
+from sqlalchemy import Engine, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from stores.base import Clock, JobRow, JobStatus
+from stores.base import ChatScope, Clock, ForgetTarget, JobRow, JobStatus
 from stores.sql.schema import MemoryJobRow
 
 _CLAIM_TRIES = 20
@@ -25,7 +25,9 @@ class SqlJobQueue:
         self.engine = engine
         self.clock = clock
 
-    def enqueue(self, request_id: str, payload: dict[str, Any]) -> bool:
+    def enqueue(
+        self, request_id: str, payload: dict[str, Any], *, scope: ChatScope, user_id: str
+    ) -> bool:
         now = self.clock()
         try:
             with self.engine.begin() as conn:
@@ -33,6 +35,10 @@ class SqlJobQueue:
                     insert(MemoryJobRow).values(
                         request_id=request_id,
                         payload=payload,
+                        platform=scope.platform,
+                        chat_type=scope.chat_type,
+                        chat_id=scope.chat_id,
+                        user_id=user_id,
                         status="queued",
                         attempts=0,
                         created_at=now,
@@ -129,6 +135,34 @@ class SqlJobQueue:
                 select(MemoryJobRow.status, func.count()).group_by(MemoryJobRow.status)
             )
             return {status: int(n) for status, n in rows}
+
+    def forget(self, target: ForgetTarget) -> list[JobRow]:
+        where = [MemoryJobRow.platform == target.platform]
+        if target.chat is not None:
+            where += [
+                MemoryJobRow.chat_type == target.chat.chat_type,
+                MemoryJobRow.chat_id == target.chat.chat_id,
+            ]
+        if target.user_id is not None:
+            where.append(MemoryJobRow.user_id == target.user_id)
+        with Session(self.engine) as s, s.begin():
+            rows = [_to_job(row) for row in s.scalars(select(MemoryJobRow).where(*where))]
+            s.execute(delete(MemoryJobRow).where(*where))
+        return rows
+
+    def running(self, target: ForgetTarget) -> list[str]:
+        """Jobs the target covers that a live worker holds right now."""
+        where = [MemoryJobRow.platform == target.platform, MemoryJobRow.status == "running"]
+        where.append(MemoryJobRow.lease_until >= self.clock())
+        if target.chat is not None:
+            where += [
+                MemoryJobRow.chat_type == target.chat.chat_type,
+                MemoryJobRow.chat_id == target.chat.chat_id,
+            ]
+        if target.user_id is not None:
+            where.append(MemoryJobRow.user_id == target.user_id)
+        with self.engine.connect() as conn:
+            return list(conn.execute(select(MemoryJobRow.request_id).where(*where)).scalars())
 
     def list(self, status: JobStatus | None = None, limit: int = 50) -> list[JobRow]:
         query = select(MemoryJobRow).order_by(MemoryJobRow.updated_at.desc()).limit(limit)

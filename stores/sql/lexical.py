@@ -19,7 +19,7 @@ import numpy as np
 from sqlalchemy import Engine, delete, func, insert, select
 from sqlalchemy.orm import Session
 
-from stores.base import ChatType, EventHit, EventQuery, EventRecord, ScopeMembers
+from stores.base import ChatScope, EventHit, EventQuery, EventRecord, ForgetTarget, ScopeMembers
 from stores.sql.schema import EventDocRow, EventTermRow
 from stores.text import terms
 
@@ -36,7 +36,7 @@ SCOPE_CACHE_MAX = 256  # scopes whose member lists are kept
 class SqlLexicalIndex:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._scopes: dict[tuple[str, str, str | None], ScopeMembers] = {}
+        self._scopes: dict[tuple[ChatScope, str | None], ScopeMembers] = {}
         self._lock = threading.Lock()
 
     def upsert(self, event: EventRecord) -> None:
@@ -54,6 +54,7 @@ class SqlLexicalIndex:
             docs.append(
                 {
                     "id": event.id,
+                    "platform": event.platform,
                     "chat_type": event.chat_type,
                     "chat_id": event.chat_id,
                     "chat_name": event.chat_name,
@@ -73,6 +74,7 @@ class SqlLexicalIndex:
                     "event_id": event.id,
                     "term": term,
                     "tf": tf,
+                    "platform": event.platform,
                     "chat_type": event.chat_type,
                     "chat_id": event.chat_id,
                     "persona_id": event.persona_id,
@@ -113,7 +115,11 @@ class SqlLexicalIndex:
 
     @staticmethod
     def _prune(conn: Any, query: EventQuery, wanted: list[str], n_docs: int) -> list[str]:
-        scope = (EventTermRow.chat_type == query.chat_type, EventTermRow.chat_id == query.chat_id)
+        scope = (
+            EventTermRow.platform == query.platform,
+            EventTermRow.chat_type == query.chat_type,
+            EventTermRow.chat_id == query.chat_id,
+        )
         df = dict(
             conn.execute(
                 select(EventTermRow.term, func.count())
@@ -129,7 +135,7 @@ class SqlLexicalIndex:
         than ``limit``. For a plain scope the list is kept and reused while the scope's
         version (count and last write, read from the index alone) is unchanged."""
         filters = _filters(query)
-        key = (query.chat_type, query.chat_id, query.persona_id)
+        key = (query.scope, query.persona_id)
         with self.engine.connect() as conn:
             count, last = conn.execute(
                 select(func.count(), func.max(EventDocRow.indexed_at)).where(*filters)
@@ -161,14 +167,29 @@ class SqlLexicalIndex:
             by_id = {row.id: _record(row) for row in rows}
         return [by_id[i] for i in ids if i in by_id]
 
-    def count(self, chat_type: ChatType | None = None, chat_id: str | None = None) -> int:
+    def count(self, scope: ChatScope | None = None) -> int:
         query = select(func.count()).select_from(EventDocRow)
-        if chat_type is not None:
-            query = query.where(EventDocRow.chat_type == chat_type)
-        if chat_id is not None:
-            query = query.where(EventDocRow.chat_id == chat_id)
+        if scope is not None:
+            query = query.where(*_scope_filters(scope))
         with self.engine.connect() as conn:
             return int(conn.execute(query).scalar_one())
+
+    def forget(self, target: ForgetTarget) -> list[str]:
+        """Delete the events (and their postings) the target covers; returns their ids."""
+        where = [EventDocRow.platform == target.platform]
+        if target.chat is not None:
+            where += _scope_filters(target.chat)
+        if target.user_id is not None:
+            where.append(EventDocRow.user_id == target.user_id)
+        with self.engine.begin() as conn:
+            ids = list(conn.execute(select(EventDocRow.id).where(*where)).scalars())
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                conn.execute(delete(EventTermRow).where(EventTermRow.event_id.in_(chunk)))
+                conn.execute(delete(EventDocRow).where(EventDocRow.id.in_(chunk)))
+        with self._lock:
+            self._scopes.clear()
+        return ids
 
 
 def index_text(event: EventRecord) -> str:
@@ -201,6 +222,7 @@ def _postings(query: EventQuery, wanted: list[str]) -> Any:
     stmt = select(
         EventTermRow.event_id, EventTermRow.term, EventTermRow.tf, EventTermRow.length
     ).where(
+        EventTermRow.platform == query.platform,
         EventTermRow.chat_type == query.chat_type,
         EventTermRow.chat_id == query.chat_id,
         EventTermRow.term.in_(wanted),
@@ -214,11 +236,16 @@ def _postings(query: EventQuery, wanted: list[str]) -> Any:
     return stmt
 
 
-def _filters(query: EventQuery) -> list[Any]:
-    filters: list[Any] = [
-        EventDocRow.chat_type == query.chat_type,
-        EventDocRow.chat_id == query.chat_id,
+def _scope_filters(scope: ChatScope) -> list[Any]:
+    return [
+        EventDocRow.platform == scope.platform,
+        EventDocRow.chat_type == scope.chat_type,
+        EventDocRow.chat_id == scope.chat_id,
     ]
+
+
+def _filters(query: EventQuery) -> list[Any]:
+    filters = _scope_filters(query.scope)
     if query.persona_id is not None:
         filters.append(EventDocRow.persona_id == query.persona_id)
     if query.user_id is not None:
@@ -237,6 +264,7 @@ def _record(row: EventDocRow) -> EventRecord:
         timestamp=row.timestamp,
         user_id=row.user_id,
         user_name=row.user_name,
+        platform=row.platform,
         chat_type=row.chat_type,  # type: ignore[arg-type]
         chat_id=row.chat_id,
         chat_name=row.chat_name,

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import Engine, func, insert, select, update
+from sqlalchemy import Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from stores.base import ContextUsage, StoredMessage
+from stores.base import ContextUsage, ForgetTarget, StoredMessage
 from stores.sql.schema import ChatMemberRow, ChatStateRow, ContextUsageRow, MessageRow
 from stores.text import keywords_of
 
@@ -43,7 +44,7 @@ class SqlMessageStore:
                 ).scalar_one()
                 self._seen(conn, message)
         except IntegrityError:  # the same message again (a replay): keep the first copy
-            existing = self.get(message.stream, [message.message_id])
+            existing = self.get(message.stream, message.persona_id, [message.message_id])
             return existing[0]
         return StoredMessage(**{**values, "seq": int(seq)})  # type: ignore[arg-type]
 
@@ -64,21 +65,28 @@ class SqlMessageStore:
                 )
             )
 
-    def get(self, stream: str, message_ids: Sequence[str]) -> list[StoredMessage]:
+    def get(self, stream: str, persona_id: str, message_ids: Sequence[str]) -> list[StoredMessage]:
         if not message_ids:
             return []
         query = select(MessageRow).where(
-            MessageRow.stream == stream, MessageRow.message_id.in_(list(message_ids))
+            *_scope(stream, persona_id), MessageRow.message_id.in_(list(message_ids))
         )
         return self._fetch(query)
 
     def window(
-        self, stream: str, *, before: float, since: float, limit: int, exclude: str | None = None
+        self,
+        stream: str,
+        persona_id: str,
+        *,
+        before: float,
+        since: float,
+        limit: int,
+        exclude: str | None = None,
     ) -> list[StoredMessage]:
         query = (
             select(MessageRow)
             .where(
-                MessageRow.stream == stream,
+                *_scope(stream, persona_id),
                 MessageRow.timestamp <= before,
                 MessageRow.timestamp >= since,
             )
@@ -89,22 +97,22 @@ class SqlMessageStore:
         return rows[::-1]
 
     def replies_to(
-        self, stream: str, message_ids: Sequence[str], limit: int
+        self, stream: str, persona_id: str, message_ids: Sequence[str], limit: int
     ) -> list[StoredMessage]:
         if not message_ids:
             return []
         query = (
             select(MessageRow)
-            .where(MessageRow.stream == stream, MessageRow.reply_to.in_(list(message_ids)))
+            .where(*_scope(stream, persona_id), MessageRow.reply_to.in_(list(message_ids)))
             .order_by(MessageRow.seq.desc())
             .limit(limit)
         )
         return self._fetch(query)
 
-    def newer_than(self, stream: str, seq: int) -> list[StoredMessage]:
+    def newer_than(self, stream: str, persona_id: str, seq: int) -> list[StoredMessage]:
         query = (
             select(MessageRow)
-            .where(MessageRow.stream == stream, MessageRow.seq > seq)
+            .where(*_scope(stream, persona_id), MessageRow.seq > seq)
             .order_by(MessageRow.seq)
         )
         return self._fetch(query)
@@ -118,9 +126,42 @@ class SqlMessageStore:
             )
             return {user_id: name for user_id, name in rows}
 
+    def forget(self, target: ForgetTarget) -> int:
+        """A chat: all its messages and members. A person: what they said (in one chat or
+        on the whole platform), the bot's replies to it (they may quote it) and their
+        memberships."""
+        messages = [MessageRow.platform == target.platform]
+        members = []
+        if target.chat is not None:
+            messages.append(MessageRow.stream == target.chat.key)
+            members.append(ChatMemberRow.stream == target.chat.key)
+        else:
+            members.append(ChatMemberRow.stream.like(f"{target.platform}:%"))
+        if target.user_id is not None:
+            messages.append(MessageRow.user_id == target.user_id)
+            members.append(ChatMemberRow.user_id == target.user_id)
+        with self.engine.begin() as conn:
+            conn.execute(delete(ChatMemberRow).where(*members))
+            said = conn.execute(select(MessageRow.stream, MessageRow.message_id).where(*messages))
+            replies = 0
+            if target.user_id is not None:
+                for stream, message_id in said.all():
+                    replies += conn.execute(
+                        delete(MessageRow).where(
+                            MessageRow.stream == stream,
+                            MessageRow.reply_to == message_id,
+                            MessageRow.from_bot.is_(True),
+                        )
+                    ).rowcount
+            return replies + int(conn.execute(delete(MessageRow).where(*messages)).rowcount)
+
     def _fetch(self, query: object) -> list[StoredMessage]:
         with Session(self.engine) as s:
             return [_message(row) for row in s.scalars(query)]  # type: ignore[call-overload]
+
+
+def _scope(stream: str, persona_id: str) -> tuple[Any, Any]:
+    return MessageRow.stream == stream, MessageRow.persona_id == persona_id
 
 
 def _message(row: MessageRow) -> StoredMessage:
@@ -175,6 +216,12 @@ class SqlChatStates:
         with self.engine.connect() as conn:
             return int(conn.execute(query).scalar_one())
 
+    def forget(self, stream: str) -> int:
+        with self.engine.begin() as conn:
+            return int(
+                conn.execute(delete(ChatStateRow).where(ChatStateRow.stream == stream)).rowcount
+            )
+
 
 class SqlContextUsage:
     def __init__(self, engine: Engine) -> None:
@@ -183,7 +230,10 @@ class SqlContextUsage:
     def record(self, usage: ContextUsage) -> None:
         values = {
             "context_id": usage.context_id,
+            "platform": usage.platform,
+            "chat_type": usage.chat_type,
             "chat_id": usage.chat_id,
+            "persona_id": usage.persona_id,
             "user_id": usage.user_id,
             "trigger_message_id": usage.trigger_message_id,
             "context_message_ids": usage.context_message_ids,
@@ -207,10 +257,26 @@ class SqlContextUsage:
                 return None
             return ContextUsage(
                 context_id=row.context_id,
+                platform=row.platform,
+                chat_type=row.chat_type,  # type: ignore[arg-type]
                 chat_id=row.chat_id,
+                persona_id=row.persona_id,
                 user_id=row.user_id,
                 trigger_message_id=row.trigger_message_id,
                 context_message_ids=list(row.context_message_ids),
                 relevance_scores=dict(row.relevance_scores),
                 llm_response=row.llm_response,
             )
+
+    def forget(self, target: ForgetTarget) -> int:
+        """The records of a chat, or of the replies to a person (in one chat or all)."""
+        where = [ContextUsageRow.platform == target.platform]
+        if target.chat is not None:
+            where += [
+                ContextUsageRow.chat_type == target.chat.chat_type,
+                ContextUsageRow.chat_id == target.chat.chat_id,
+            ]
+        if target.user_id is not None:
+            where.append(ContextUsageRow.user_id == target.user_id)
+        with self.engine.begin() as conn:
+            return int(conn.execute(delete(ContextUsageRow).where(*where)).rowcount)

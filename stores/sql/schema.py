@@ -20,6 +20,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 Json = JSON().with_variant(JSONB(), "postgresql")
 ID = String(128)
+PLATFORM = String(64)
 
 
 class Base(DeclarativeBase):
@@ -27,16 +28,15 @@ class Base(DeclarativeBase):
 
 
 class UserRelationshipRow(Base):
-    """seed 000 §2: the bot's relationship with one user."""
+    """seed 000 §2: the bot's relationship with one person on one platform. No content:
+    what was learned about the person is in ``learned_profiles``, per chat."""
 
     __tablename__ = "user_relationships"
 
+    platform: Mapped[str] = mapped_column(PLATFORM, primary_key=True)
     user_id: Mapped[str] = mapped_column(ID, primary_key=True)
     user_name: Mapped[str] = mapped_column(String(128))
     aliases: Mapped[list[str]] = mapped_column(Json, default=list)
-    impression_text: Mapped[str] = mapped_column(Text, default="")
-    key_facts: Mapped[list[dict[str, str]]] = mapped_column(Json, default=list)
-    preference_keywords: Mapped[list[str]] = mapped_column(Json, default=list)
     relationship_score: Mapped[float] = mapped_column(Float, default=0.0)
     relationship_stage: Mapped[str] = mapped_column(String(32), default="stranger")
     first_met_time: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -45,13 +45,40 @@ class UserRelationshipRow(Base):
     updated_at: Mapped[float] = mapped_column(Float)
 
 
-class UserProfileRow(Base):
-    """seed 003 §3.3."""
+class LearnedProfileRow(Base):
+    """What was learned about one person in one chat (seed 000 §2, seed 003 §3.3): the
+    chat is the provenance every sharing policy filters on."""
 
-    __tablename__ = "user_profiles"
+    __tablename__ = "learned_profiles"
 
+    platform: Mapped[str] = mapped_column(PLATFORM, primary_key=True)
     user_id: Mapped[str] = mapped_column(ID, primary_key=True)
-    display_name: Mapped[str] = mapped_column(String(128))
+    chat_type: Mapped[str] = mapped_column(String(16), primary_key=True)
+    chat_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    chat_name: Mapped[str] = mapped_column(String(256), default="")
+    user_name: Mapped[str] = mapped_column(String(128), default="")
+    impression_text: Mapped[str] = mapped_column(Text, default="")
+    key_facts: Mapped[list[dict[str, str]]] = mapped_column(Json, default=list)
+    preference_keywords: Mapped[list[str]] = mapped_column(Json, default=list)
+    summary: Mapped[str] = mapped_column(Text, default="")
+    traits: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class UnscopedProfileRow(Base):
+    """Content learned before profiles had provenance that could not be traced to one chat
+    (migration 0006): kept for the operator, never shown to a model."""
+
+    __tablename__ = "unscoped_profiles"
+
+    platform: Mapped[str] = mapped_column(PLATFORM, primary_key=True)
+    user_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    learned_in: Mapped[list[str]] = mapped_column(Json, default=list)
+    user_name: Mapped[str] = mapped_column(String(128), default="")
+    impression_text: Mapped[str] = mapped_column(Text, default="")
+    key_facts: Mapped[list[dict[str, str]]] = mapped_column(Json, default=list)
+    preference_keywords: Mapped[list[str]] = mapped_column(Json, default=list)
     summary: Mapped[str] = mapped_column(Text, default="")
     traits: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
     version: Mapped[int] = mapped_column(Integer, default=1)
@@ -63,6 +90,7 @@ class GroupProfileRow(Base):
 
     __tablename__ = "group_profiles"
 
+    platform: Mapped[str] = mapped_column(PLATFORM, primary_key=True)
     group_id: Mapped[str] = mapped_column(ID, primary_key=True)
     group_name: Mapped[str] = mapped_column(String(256))
     summary: Mapped[str] = mapped_column(Text, default="")
@@ -76,8 +104,11 @@ class ProfileMergeRow(Base):
 
     __tablename__ = "profile_merges"
 
+    __table_args__ = (Index("ix_profile_merges_user", "platform", "user_id"),)
+
     request_id: Mapped[str] = mapped_column(ID, primary_key=True)
-    user_id: Mapped[str] = mapped_column(ID, index=True)
+    platform: Mapped[str] = mapped_column(PLATFORM)
+    user_id: Mapped[str] = mapped_column(ID)
     applied_at: Mapped[float] = mapped_column(Float)
 
 
@@ -85,10 +116,19 @@ class MemoryJobRow(Base):
     """The durable memory-job queue."""
 
     __tablename__ = "memory_jobs"
-    __table_args__ = (Index("ix_memory_jobs_due", "status", "next_attempt_at"),)
+    __table_args__ = (
+        Index("ix_memory_jobs_due", "status", "next_attempt_at"),
+        Index("ix_memory_jobs_user", "platform", "user_id"),
+        Index("ix_memory_jobs_chat", "platform", "chat_type", "chat_id"),
+    )
 
     request_id: Mapped[str] = mapped_column(ID, primary_key=True)
     payload: Mapped[dict[str, Any]] = mapped_column(Json)
+    # The job's scope and person, copied from the payload so forget can find them.
+    platform: Mapped[str] = mapped_column(PLATFORM)
+    chat_type: Mapped[str] = mapped_column(String(16))
+    chat_id: Mapped[str] = mapped_column(ID)
+    user_id: Mapped[str] = mapped_column(ID)
     status: Mapped[str] = mapped_column(String(16))
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
@@ -122,6 +162,7 @@ class EventDocRow(Base):
     __table_args__ = (
         Index(
             "ix_event_docs_scope_stats",
+            "platform",
             "chat_type",
             "chat_id",
             "persona_id",
@@ -129,9 +170,11 @@ class EventDocRow(Base):
             "indexed_at",
             "id",
         ),
+        Index("ix_event_docs_user", "platform", "user_id"),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
+    platform: Mapped[str] = mapped_column(PLATFORM)
     chat_type: Mapped[str] = mapped_column(String(16))
     chat_id: Mapped[str] = mapped_column(ID)
     chat_name: Mapped[str] = mapped_column(String(256), default="")
@@ -154,6 +197,7 @@ class EventTermRow(Base):
     __table_args__ = (
         Index(
             "ix_event_terms_lookup",
+            "platform",
             "chat_type",
             "chat_id",
             "term",
@@ -169,6 +213,7 @@ class EventTermRow(Base):
     )
     term: Mapped[str] = mapped_column(String(64), primary_key=True)
     tf: Mapped[int] = mapped_column(Integer)
+    platform: Mapped[str] = mapped_column(PLATFORM)
     chat_type: Mapped[str] = mapped_column(String(16))
     chat_id: Mapped[str] = mapped_column(ID)
     persona_id: Mapped[str] = mapped_column(ID, server_default="default")
@@ -180,15 +225,16 @@ class MessageRow(Base):
 
     __tablename__ = "messages"
     __table_args__ = (
-        UniqueConstraint("stream", "message_id", name="uq_messages_stream_message"),
-        Index("ix_messages_stream_time", "stream", "timestamp"),
-        Index("ix_messages_stream_reply", "stream", "reply_to"),
+        UniqueConstraint("stream", "persona_id", "message_id", name="uq_messages_scope_message"),
+        Index("ix_messages_scope_time", "stream", "persona_id", "timestamp"),
+        Index("ix_messages_scope_reply", "stream", "persona_id", "reply_to"),
+        Index("ix_messages_user", "platform", "user_id"),
     )
 
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     stream: Mapped[str] = mapped_column(String(300))  # platform:chat_type:chat_id
     message_id: Mapped[str] = mapped_column(ID)
-    platform: Mapped[str] = mapped_column(String(64))
+    platform: Mapped[str] = mapped_column(PLATFORM)
     chat_type: Mapped[str] = mapped_column(String(16))
     chat_id: Mapped[str] = mapped_column(ID)
     user_id: Mapped[str] = mapped_column(ID)
@@ -227,10 +273,15 @@ class ContextUsageRow(Base):
     """seed 004 §4.2: which context each reply was given, for later tuning."""
 
     __tablename__ = "context_usage_records"
-    __table_args__ = (Index("ix_context_usage_chat_user", "chat_id", "user_id"),)
+    __table_args__ = (
+        Index("ix_context_usage_scope_user", "platform", "chat_type", "chat_id", "user_id"),
+    )
 
     context_id: Mapped[str] = mapped_column(String(300), primary_key=True)
+    platform: Mapped[str] = mapped_column(PLATFORM)
+    chat_type: Mapped[str] = mapped_column(String(16))
     chat_id: Mapped[str] = mapped_column(ID)
+    persona_id: Mapped[str] = mapped_column(ID)
     user_id: Mapped[str] = mapped_column(ID)
     trigger_message_id: Mapped[str] = mapped_column(ID)
     context_message_ids: Mapped[list[str]] = mapped_column(Json)

@@ -10,6 +10,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from graphs.reply import ReplyGraph, build_reply_graph
 from groupmind.chatting import reply_context
+from groupmind.threads import thread_config
 from nodes.deps import Deps
 from state.context import Context
 
@@ -47,10 +48,9 @@ class Chat:
         config = self.config(msg)
         return self.graph.invoke({"message": msg}, config, context=self.context)  # type: ignore[return-value]
 
-    @staticmethod
-    def config(msg: dict[str, Any]) -> Any:
+    def config(self, msg: dict[str, Any]) -> Any:
         stream = f"{msg.get('platform')}:{msg.get('chat_type')}:{msg.get('chat_id') or msg.get('user_id')}"
-        return {"configurable": {"thread_id": stream}}
+        return thread_config(stream, self.deps.bot_id)
 
     def state(self, msg: dict[str, Any]) -> dict[str, Any]:
         return self.graph.get_state(self.config(msg)).values  # type: ignore[return-value]

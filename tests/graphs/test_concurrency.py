@@ -12,10 +12,12 @@ from sqlalchemy import Engine, func, select
 
 from nodes.memory.merge_profile import merge_profile_rules
 from state.context import Context
+from stores.base import ChatScope
 from stores.sql.schema import ProfileMergeRow
 from tests.graphs.merge_worker import merge_state, sql_deps
 
 ROOT = Path(__file__).resolve().parents[2]
+CHAT = ChatScope(platform="qq", chat_type="group", chat_id="1001")
 
 
 def test_threads_racing_on_one_user_lose_nothing(sqlite_engine: Engine) -> None:
@@ -25,9 +27,10 @@ def test_threads_racing_on_one_user_lose_nothing(sqlite_engine: Engine) -> None:
     with ThreadPoolExecutor(max_workers=6) as pool:
         outcomes = list(pool.map(lambda s: merge_profile_rules(s, Context(), deps), states))
     assert [o["profile"] for o in outcomes] == ["updated"] * 12
-    rel = deps.profiles.get_relationship("10001")
-    assert rel is not None
-    assert sorted(rel.preference_keywords) == sorted(f"爱好{i}" for i in range(12))
+    rel = deps.profiles.get_relationship("qq", "10001")
+    learned = deps.profiles.get_learned(CHAT, "10001")
+    assert rel is not None and learned is not None
+    assert sorted(learned.preference_keywords) == sorted(f"爱好{i}" for i in range(12))
     assert rel.relationship_score == pytest.approx(0.12)
     assert rel.version == 12
 
@@ -51,10 +54,11 @@ def test_processes_racing_on_postgres_lose_nothing(pg_engine: Engine) -> None:
         stdout, stderr = proc.communicate(timeout=120)
         assert proc.returncode == 0, stderr
         assert stdout.strip() == str(["updated"] * per_worker)
-    rel = sql_deps(url).profiles.get_relationship("10001")
-    assert rel is not None
+    rel = sql_deps(url).profiles.get_relationship("qq", "10001")
+    learned = sql_deps(url).profiles.get_learned(CHAT, "10001")
+    assert rel is not None and learned is not None
     expected = {f"爱好{w}x{i}" for w in range(workers) for i in range(per_worker)}
-    assert set(rel.preference_keywords) == expected  # every update is there
+    assert set(learned.preference_keywords) == expected  # every update is there
     assert rel.relationship_score == pytest.approx(0.01 * workers * per_worker)
     with pg_engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(ProfileMergeRow)).scalar() == 20

@@ -33,7 +33,7 @@ def llm_plan(deps: Deps, *decisions: str) -> Deps:
 def remember(deps: Deps, event_id: str, text: str, **kw: Any) -> None:
     base: dict[str, Any] = {
         "id": event_id, "text": text, "timestamp": 1_794_900_000.0, "user_id": "10001",
-        "user_name": "小明", "chat_type": "group", "chat_id": "1001", "persona_id": "default",
+        "user_name": "小明", "platform": "qq", "chat_type": "group", "chat_id": "1001", "persona_id": "default",
     }  # fmt: skip
     deps.events.upsert(EventRecord(**{**base, **kw}))
 
@@ -98,9 +98,9 @@ def test_the_reply_path_injects_memory_and_hands_off(deps: Deps) -> None:
     assert (
         "我什么时候去北京来着" in job.payload["new_info"] and "准备出差" in job.payload["new_info"]
     )
-    stored = deps.messages.get("qq:group:1001", [f"{out['message_id']}#reply"])  # type: ignore[union-attr]
+    stored = deps.messages.get("qq:group:1001", "default", [f"{out['message_id']}#reply"])  # type: ignore[union-attr]
     assert stored and stored[0].from_bot and stored[0].content == out["reply"]
-    usage = deps.context_usage.get(f"qq:group:1001|{out['message_id']}")  # type: ignore[union-attr]
+    usage = deps.context_usage.get(f"qq:group:1001|default|{out['message_id']}")  # type: ignore[union-attr]
     assert (
         usage is not None
         and usage.context_message_ids == out["context_ids"]

@@ -14,7 +14,7 @@ from nodes.memory.quality_gate import quality_gate, route_after_gate
 from nodes.memory.rewrite import render_rewrite_prompt, rewrite_llm, rewrite_rules
 from state.context import Context
 from state.validation import InputError
-from stores.base import Persona
+from stores.base import ChatScope, Persona
 from tests.fakes import FakeChat
 from tests.graphs.helpers import job
 
@@ -105,21 +105,23 @@ def test_merge_rules_replaces_a_fact_of_the_same_type(deps: Deps) -> None:
     assert merge_profile_rules(first, Context(), deps) == {"profile": "updated"}  # type: ignore[arg-type]
     moved = {**state_for(deps, request_id="r2", new_info="我搬到了杭州"), "text": "小明搬到了杭州"}
     merge_profile_rules(moved, Context(), deps)  # type: ignore[arg-type]
-    rel = deps.profiles.get_relationship("10001")
-    assert rel is not None and rel.key_facts == [{"type": "location", "value": "杭州"}]
-    assert rel.relationship_score == 0.02
-    profile = deps.profiles.get_profile("user", "10001")
-    assert profile is not None and "所在地：杭州" in profile.summary
+    rel = deps.profiles.get_relationship("qq", "10001")
+    learned = deps.profiles.get_learned(
+        ChatScope(platform="qq", chat_type="group", chat_id="1001"), "10001"
+    )
+    assert learned is not None and learned.key_facts == [{"type": "location", "value": "杭州"}]
+    assert rel is not None and rel.relationship_score == 0.02
+    assert "所在地：杭州" in learned.summary
 
 
 def test_affection_is_bounded_and_the_stage_follows_the_bands(deps: Deps) -> None:
     for i in range(25):
         warm = {**state_for(deps, request_id=f"w{i}", new_info="谢谢你，太好了"), "text": "x"}
         merge_profile_rules(warm, Context(), deps)  # type: ignore[arg-type]
-    rel = deps.profiles.get_relationship("10001")
+    rel = deps.profiles.get_relationship("qq", "10001")
     assert rel is not None and rel.relationship_score == pytest.approx(0.5)  # 25 × +0.02
     assert rel.relationship_stage == "familiar"
     rude = {**state_for(deps, request_id="rude", new_info="滚，讨厌你"), "text": "x"}
     merge_profile_rules(rude, Context(), deps)  # type: ignore[arg-type]
-    rel = deps.profiles.get_relationship("10001")
+    rel = deps.profiles.get_relationship("qq", "10001")
     assert rel is not None and rel.relationship_score == pytest.approx(0.47)

@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from state.memory import MemoryJob
+from state.memory import MemoryJob, MemoryJobInput
 from state.validation import describe_validation_error
 from tests.conftest import SHANGHAI
 
@@ -74,3 +74,17 @@ def test_bad_jobs_name_the_field_and_the_reason(change: dict[str, Any], expected
 def test_missing_field_is_named() -> None:
     job = {k: v for k, v in JOB.items() if k != "new_info"}
     assert error_of(job) == "new_info: missing (required)"
+
+
+def test_the_graph_input_carries_every_job_field() -> None:
+    # LangGraph drops input keys its input schema does not name: a job field missing here
+    # (the tools' key_facts and impression_update once were) would vanish silently.
+    assert set(MemoryJobInput.__annotations__) == set(MemoryJob.model_fields)
+
+
+def test_a_job_without_a_platform_is_on_the_default_one() -> None:
+    assert MemoryJob.model_validate(JOB).platform == "qq"
+    ctx = {"default_platform": "lark"}
+    assert MemoryJob.model_validate(JOB, context=ctx).platform == "lark"
+    on_discord = MemoryJob.model_validate({**JOB, "platform": "discord"}, context=ctx)
+    assert on_discord.scope.key == "discord:group:1001"

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from stores.base import EventQuery, EventRecord, EventStore
+from stores.base import ChatScope, EventQuery, EventRecord, EventStore, ForgetTarget
 from stores.chroma import ChromaEventStore
 from stores.hybrid import HybridEventStore
 from stores.sql import SqlLexicalIndex
 
+G1 = ChatScope(platform="qq", chat_type="group", chat_id="g1")
+G2 = ChatScope(platform="qq", chat_type="group", chat_id="g2")
 BACKENDS = [
     "lexical-sqlite",
     pytest.param("lexical-postgres", marks=pytest.mark.postgres),
@@ -55,6 +57,7 @@ def event(i: str, text: str, **kw: object) -> EventRecord:
         "timestamp": 1_763_258_700.0,
         "user_id": "u1",
         "user_name": "小明",
+        "platform": "qq",
         "chat_type": "group",
         "chat_id": "g1",
         "chat_name": "技术交流群",
@@ -64,7 +67,12 @@ def event(i: str, text: str, **kw: object) -> EventRecord:
 
 
 def q(text: str, **kw: object) -> EventQuery:
-    base: dict[str, object] = {"text": text, "chat_type": "group", "chat_id": "g1"}
+    base: dict[str, object] = {
+        "text": text,
+        "platform": "qq",
+        "chat_type": "group",
+        "chat_id": "g1",
+    }
     return EventQuery(**{**base, **kw})  # type: ignore[arg-type]
 
 
@@ -81,7 +89,7 @@ def test_upsert_is_idempotent_by_id(store: EventStore) -> None:
     store.upsert(event("e1", "小明喜欢爬山"))
     assert [h.event.text for h in store.search(q("爬山"))] == ["小明喜欢爬山"]
     store.upsert(event("e1", "小明喜欢游泳"))
-    assert store.count("group", "g1") == 1
+    assert store.count(G1) == 1
     assert store.get(["e1"])[0].text == "小明喜欢游泳"
     assert [h.event.text for h in store.search(q("游泳"))] == ["小明喜欢游泳"]
 
@@ -118,16 +126,38 @@ def test_a_group_never_sees_another_groups_events(store: EventStore) -> None:
         hits = store.search(q(query, top_k=10))
         assert {h.event.id for h in hits} <= {"mine"}
         assert all(h.event.chat_id == "g1" and h.event.chat_type == "group" for h in hits)
-    private = store.search(EventQuery(text="秘密", chat_type="private", chat_id="u1", top_k=10))
+    private = store.search(q("秘密", chat_type="private", chat_id="u1", top_k=10))
     assert [h.event.id for h in private] == ["dm"]
+
+
+def test_the_same_chat_id_on_another_platform_is_another_scope(store: EventStore) -> None:
+    store.upsert(event("qq", "qq 群的秘密：下周三发布新版本"))
+    store.upsert(event("lark", "lark 群的秘密：下周三发布新版本", platform="lark"))
+    for platform in ("qq", "lark"):
+        hits = store.search(q("秘密 发布 新版本", platform=platform, top_k=10))
+        assert [h.event.id for h in hits] == [platform]
+    assert store.search(q("秘密", platform="discord")) == []
+    assert store.count(ChatScope(platform="lark", chat_type="group", chat_id="g1")) == 1
+
+
+def test_forget_removes_a_persons_events_in_a_chat_or_everywhere(store: EventStore) -> None:
+    store.upsert(event("a", "小明在 g1 说的", user_id="u1"))
+    store.upsert(event("b", "阿强在 g1 说的", user_id="u2"))
+    store.upsert(event("c", "小明在 g2 说的", user_id="u1", chat_id="g2"))
+    store.upsert(event("d", "小明在 lark 说的", user_id="u1", platform="lark"))
+    assert store.forget(ForgetTarget(platform="qq", user_id="u1", chat=G1)) == ["a"]
+    assert store.get(["a", "b", "c", "d"]) == store.get(["b", "c", "d"])
+    assert sorted(store.forget(ForgetTarget(platform="qq", chat=G2))) == ["c"]
+    assert [h.event.id for h in store.search(q("说的", top_k=10))] == ["b"]
+    assert store.count() == 2  # b, and lark's d
 
 
 def test_count_per_scope(store: EventStore) -> None:
     for i in range(3):
         store.upsert(event(f"g1-{i}", f"第{i}条", chat_id="g1"))
     store.upsert(event("g2-0", "另一个群", chat_id="g2"))
-    assert store.count("group", "g1") == 3
-    assert store.count("group", "g2") == 1
+    assert store.count(G1) == 3
+    assert store.count(G2) == 1
     assert store.count() == 4
 
 
@@ -139,6 +169,8 @@ def test_top_k_is_respected(store: EventStore) -> None:
 
 def test_an_unscoped_query_cannot_be_built() -> None:
     with pytest.raises(ValueError, match="chat_id"):
-        EventQuery(text="x", chat_type="group", chat_id="")
+        EventQuery(text="x", platform="qq", chat_type="group", chat_id="")
     with pytest.raises(ValueError, match="chat_type"):
-        EventQuery(text="x", chat_type="channel", chat_id="g1")  # type: ignore[arg-type]
+        EventQuery(text="x", platform="qq", chat_type="channel", chat_id="g1")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="platform"):
+        EventQuery(text="x", platform="", chat_type="group", chat_id="g1")

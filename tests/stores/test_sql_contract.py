@@ -9,7 +9,19 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Engine
 
-from stores.base import Persona, Profile, ProfileChange, ProfileConflict, Relationship
+from stores.base import (
+    ChatScope,
+    ForgetTarget,
+    GroupProfile,
+    LearnedProfile,
+    Persona,
+    ProfileChange,
+    ProfileConflict,
+    ProfileView,
+    Relationship,
+    Sharing,
+    profile_view,
+)
 from stores.sql import SqlJobQueue, SqlPersonaStore, SqlProfileStore
 from stores.sql.schema import Base
 
@@ -20,30 +32,81 @@ def test_migrations_create_exactly_the_models(engine: Engine) -> None:
     assert diff == []
 
 
-def change(request_id: str, version: int = 0, **rel: object) -> ProfileChange:
-    relationship = Relationship(user_id="u1", user_name="小明", version=version, **rel)  # type: ignore[arg-type]
-    user = Profile(kind="user", target_id="u1", name="小明", summary="s", version=version)
-    return ProfileChange(request_id=request_id, relationship=relationship, user_profile=user)
+GROUP = ChatScope(platform="qq", chat_type="group", chat_id="g1")
+DM = ChatScope(platform="qq", chat_type="private", chat_id="u1")
+
+
+def change(
+    request_id: str,
+    version: int = 0,
+    where: ChatScope = GROUP,
+    rel_version: int | None = None,
+    **learned: object,
+) -> ProfileChange:
+    """A change read at ``version`` (the relationship at ``rel_version``, default the same)."""
+    relationship = Relationship(
+        platform="qq",
+        user_id="u1",
+        user_name="小明",
+        version=version if rel_version is None else rel_version,
+    )
+    profile = LearnedProfile(
+        platform=where.platform, user_id="u1", chat_type=where.chat_type, chat_id=where.chat_id,
+        version=version, **learned,  # type: ignore[arg-type]
+    )  # fmt: skip
+    return ProfileChange(request_id=request_id, relationship=relationship, learned=profile)
 
 
 def test_profile_apply_round_trips_and_bumps_versions(engine: Engine) -> None:
     store = SqlProfileStore(engine)
-    assert store.get_relationship("u1") is None
+    assert store.get_relationship("qq", "u1") is None
     facts = [{"type": "birthday", "value": "11月23日"}]
-    assert store.apply(change("r1", key_facts=facts, relationship_score=0.01)) is True
-    rel = store.get_relationship("u1")
-    assert rel is not None and rel.key_facts == facts and rel.version == 1
-    assert rel.relationship_score == 0.01
-    profile = store.get_profile("user", "u1")
-    assert profile is not None and profile.summary == "s" and profile.version == 1
+    assert store.apply(change("r1", key_facts=facts, summary="s")) is True
+    rel = store.get_relationship("qq", "u1")
+    assert rel is not None and rel.version == 1 and rel.user_name == "小明"
+    learned = store.get_learned(GROUP, "u1")
+    assert learned is not None and learned.key_facts == facts and learned.summary == "s"
+    assert learned.version == 1 and learned.scope == GROUP
     assert store.was_applied("r1") and not store.was_applied("r2")
+
+
+def test_people_and_their_profiles_are_per_platform_and_chat(engine: Engine) -> None:
+    store = SqlProfileStore(engine)
+    store.apply(change("r1", summary="learned in g1"))
+    store.apply(change("r2", where=DM, rel_version=1, summary="learned in private"))
+    assert store.get_relationship("lark", "u1") is None  # the same id elsewhere: someone else
+    assert {lp.scope: lp.summary for lp in store.learned_about("qq", "u1")} == {
+        GROUP: "learned in g1",
+        DM: "learned in private",
+    }
+    assert store.learned_about("lark", "u1") == []
+
+
+@pytest.mark.parametrize(
+    ("sharing", "seen_in_g2"),
+    [("chat", []), ("groups", ["learned in g1"]), ("all", ["learned in g1", "learned in private"])],
+)
+def test_a_chat_sees_what_the_sharing_policy_allows(
+    engine: Engine, sharing: Sharing, seen_in_g2: list[str]
+) -> None:
+    store = SqlProfileStore(engine)
+    store.apply(change("r1", summary="learned in g1"))
+    store.apply(change("r2", where=DM, rel_version=1, summary="learned in private"))
+    g2 = ChatScope(platform="qq", chat_type="group", chat_id="g2")
+    view = profile_view(store, "u1", g2, sharing)
+    assert sorted(lp.summary for lp in view.learned) == seen_in_g2
+    assert view.relationship is not None  # the relationship itself is always shared
+    here = profile_view(store, "u1", GROUP, sharing)
+    assert here.learned[0].summary == "learned in g1"  # this chat's first, whatever the policy
+    lark = ChatScope(platform="lark", chat_type="group", chat_id="g1")
+    assert profile_view(store, "u1", lark, "all") == ProfileView(None, [])
 
 
 def test_a_request_is_applied_once(engine: Engine) -> None:
     store = SqlProfileStore(engine)
     assert store.apply(change("r1")) is True
     assert store.apply(change("r1", version=1)) is False  # duplicate: nothing written
-    rel = store.get_relationship("u1")
+    rel = store.get_relationship("qq", "u1")
     assert rel is not None and rel.version == 1
 
 
@@ -53,24 +116,37 @@ def test_a_stale_write_is_refused_and_rolled_back(engine: Engine) -> None:
     store.apply(change("r2", version=1, impression_text="newer"))
     with pytest.raises(ProfileConflict):
         store.apply(change("r3", version=1, impression_text="stale"))
-    rel = store.get_relationship("u1")
-    assert rel is not None and rel.impression_text == "newer"
+    learned = store.get_learned(GROUP, "u1")
+    assert learned is not None and learned.impression_text == "newer"
     assert not store.was_applied("r3")  # the request claim rolled back with it
 
 
 def test_group_profiles(engine: Engine) -> None:
     store = SqlProfileStore(engine)
     c = change("r1")
-    c.group_profile = Profile(kind="group", target_id="g1", name="技术交流群", summary="聊 Python")
+    c.group = GroupProfile(platform="qq", group_id="g1", name="技术交流群", summary="聊 Python")
     store.apply(c)
-    group = store.get_profile("group", "g1")
+    group = store.get_group("qq", "g1")
     assert group is not None and group.summary == "聊 Python" and group.name == "技术交流群"
+    assert store.get_group("lark", "g1") is None
+
+
+def test_forget_a_person_in_one_chat_or_everywhere(engine: Engine) -> None:
+    store = SqlProfileStore(engine)
+    store.apply(change("r1", summary="g1"))
+    store.apply(change("r2", where=DM, rel_version=1, summary="dm"))
+    removed = store.forget(ForgetTarget(platform="qq", user_id="u1", chat=GROUP))
+    assert removed["learned_profiles"] == 1
+    assert [lp.summary for lp in store.learned_about("qq", "u1")] == ["dm"]
+    assert store.get_relationship("qq", "u1") is not None  # no content: kept
+    store.forget(ForgetTarget(platform="qq", user_id="u1"))
+    assert store.get_relationship("qq", "u1") is None and store.learned_about("qq", "u1") == []
 
 
 def test_queue_claims_each_job_once(engine: Engine) -> None:
     queue = SqlJobQueue(engine)
     for i in range(20):
-        assert queue.enqueue(f"j{i}", {"n": i}) is True
+        assert queue.enqueue(f"j{i}", {"n": i}, scope=GROUP, user_id="u1") is True
     claimed: list[str] = []
     lock = threading.Lock()
 
@@ -91,7 +167,7 @@ def test_queue_claims_each_job_once(engine: Engine) -> None:
 def test_queue_failure_backoff_and_completion(engine: Engine) -> None:
     now = [1000.0]
     queue = SqlJobQueue(engine, clock=lambda: now[0])
-    queue.enqueue("j1", {"x": 1})
+    queue.enqueue("j1", {"x": 1}, scope=GROUP, user_id="u1")
     row = queue.claim("w", lease_s=60)
     assert row is not None and row.attempts == 1 and row.status == "running"
     queue.fail("j1", "ChromaError: down", retry_at=1010.0)
@@ -108,7 +184,7 @@ def test_queue_failure_backoff_and_completion(engine: Engine) -> None:
 
 def test_queue_gives_up_and_keeps_the_job(engine: Engine) -> None:
     queue = SqlJobQueue(engine)
-    queue.enqueue("j1", {})
+    queue.enqueue("j1", {}, scope=GROUP, user_id="u1")
     queue.claim("w", lease_s=60)
     queue.fail("j1", "boom", retry_at=None)
     job = queue.get("j1")
@@ -119,7 +195,7 @@ def test_queue_gives_up_and_keeps_the_job(engine: Engine) -> None:
 def test_a_crashed_workers_job_is_claimable_after_its_lease(engine: Engine) -> None:
     now = [1000.0]
     queue = SqlJobQueue(engine, clock=lambda: now[0])
-    queue.enqueue("j1", {})
+    queue.enqueue("j1", {}, scope=GROUP, user_id="u1")
     assert queue.claim("dead-worker", lease_s=30) is not None
     assert queue.claim("w2", lease_s=30) is None
     now[0] = 1031.0
@@ -129,14 +205,30 @@ def test_a_crashed_workers_job_is_claimable_after_its_lease(engine: Engine) -> N
 
 def test_resubmitting_requeues_unless_running(engine: Engine) -> None:
     queue = SqlJobQueue(engine)
-    queue.enqueue("j1", {"v": 1})
+    queue.enqueue("j1", {"v": 1}, scope=GROUP, user_id="u1")
     row = queue.claim("w", lease_s=60)
     assert row is not None
-    assert queue.enqueue("j1", {"v": 2}) is False  # a worker holds it
+    assert queue.enqueue("j1", {"v": 2}, scope=GROUP, user_id="u1") is False  # a worker holds it
     queue.complete("j1", {})
-    assert queue.enqueue("j1", {"v": 3}) is True
+    assert queue.enqueue("j1", {"v": 3}, scope=GROUP, user_id="u1") is True
     job = queue.get("j1")
     assert job is not None and job.status == "queued" and job.payload == {"v": 3}
+
+
+def test_forget_removes_a_persons_or_a_chats_jobs_whatever_their_status(engine: Engine) -> None:
+    queue = SqlJobQueue(engine)
+    queue.enqueue("a", {}, scope=GROUP, user_id="u1")
+    queue.enqueue("b", {}, scope=DM, user_id="u1")
+    queue.enqueue("c", {}, scope=GROUP, user_id="u2")
+    queue.claim("w", lease_s=60, request_id="a")
+    assert queue.running(ForgetTarget(platform="qq", user_id="u1")) == ["a"]
+    gone = queue.forget(ForgetTarget(platform="qq", user_id="u1", chat=GROUP))
+    assert [row.request_id for row in gone] == ["a"]
+    assert [row.request_id for row in queue.forget(ForgetTarget(platform="qq", chat=GROUP))] == [
+        "c"
+    ]
+    assert queue.forget(ForgetTarget(platform="lark", user_id="u1")) == []
+    assert queue.get("b") is not None
 
 
 def test_personas(engine: Engine) -> None:
