@@ -414,6 +414,47 @@ def rank(
 
 
 @app.command()
+def forget(
+    user_id: Annotated[str | None, typer.Option("--user-id", help="a person")] = None,
+    platform: PlatformOpt = None,
+    chat_type: ChatTypeOpt = None,
+    chat_id: ChatIdOpt = None,
+    yes: Annotated[bool, typer.Option("--yes", help="do not ask")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+    wait: Annotated[float, typer.Option(help="seconds to wait for running memory jobs")] = 30.0,
+) -> None:
+    """Erase a person (everywhere on a platform, or in one chat) or a whole chat: events,
+    keyword index, messages, what was learned, relationship, queued jobs, checkpoints."""
+    from groupmind.forget import forget as erase
+    from groupmind.session import open_session
+    from nodes.forget import validate_request
+
+    raw = {"platform": platform, "user_id": user_id, "chat_type": chat_type, "chat_id": chat_id}
+    session = open_session(STATE.settings)
+    try:
+        request = validate_request(raw, session.deps)
+    except InputError as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
+    target = request.target()
+    what = f"user {target.user_id} " if target.user_id else ""
+    where = f"in {target.chat.key}" if target.chat else f"everywhere on {target.platform}"
+    if not yes and not typer.confirm(f"Erase {what}{where}? This cannot be undone", err=True):
+        raise typer.Exit(1)
+    result = erase(session.deps, session.reply_graph(), request, wait_s=wait)
+    if as_json:
+        _emit(result)
+    else:
+        table = Table("erased", "count")
+        for kind, count in result["removed"].items():
+            table.add_row(kind, str(count))
+        out.print(table)
+    if result["still_running"]:
+        err.print(f"[yellow]still running: {result['still_running']}: run forget again[/yellow]")
+        raise typer.Exit(1)
+
+
+@app.command()
 def demo() -> None:
     """The main job on the embedded defaults, readable by a person."""
     from groupmind.demo import run_demo

@@ -35,6 +35,7 @@ class Session:
         return self.worker.graph
 
     def reply_graph(self) -> ReplyGraph:
+        # Its own connection: replies never queue behind the memory worker's checkpoints.
         return build_reply_graph(self.deps, checkpointer=make_checkpointer(self.runtime.settings))
 
 

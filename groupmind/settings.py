@@ -10,11 +10,19 @@ from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from nodes.settings import ChatSettings, RankSettings
 from stores.base import Sharing
+
+
+class BotKey(BaseModel):
+    """One bot (tenant) allowed on the LangGraph server: its id, API key and platforms."""
+
+    id: str = Field(min_length=1, max_length=128)
+    api_key: SecretStr = Field(min_length=16, description="at least 16 characters")
+    platforms: list[str] = Field(default_factory=list, description="empty: any platform")
 
 
 class Settings(BaseSettings):
@@ -49,6 +57,11 @@ class Settings(BaseSettings):
         max_length=64,
         description="the platform of memory jobs and searches that name none, and of data "
         "stored before platforms were part of the scope",
+    )
+    bots: list[BotKey] = Field(
+        default_factory=list,
+        description='LangGraph server API keys, JSON: [{"id": "bot-a", "api_key": "...", '
+        '"platforms": ["qq"]}]; none: the server is open (local development)',
     )
     profile_sharing: Sharing = Field(
         default="chat",
@@ -100,6 +113,15 @@ class Settings(BaseSettings):
         except (ZoneInfoNotFoundError, ValueError) as exc:
             raise ValueError(f"unknown timezone {value!r}") from exc
         return value
+
+    @field_validator("bots")
+    @classmethod
+    def _distinct_bots(cls, bots: list[BotKey]) -> list[BotKey]:
+        ids = [b.id for b in bots]
+        keys = [b.api_key.get_secret_value() for b in bots]
+        if len(set(ids)) != len(ids) or len(set(keys)) != len(keys):
+            raise ValueError("every bot needs its own id and its own API key")
+        return bots
 
     @property
     def tz(self) -> ZoneInfo:

@@ -10,6 +10,7 @@ from functools import lru_cache
 from typing import Any, cast
 
 from langchain_core.embeddings import Embeddings
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from sqlalchemy import Engine
 
 from graphs.memory import build_memory_graph
@@ -18,7 +19,7 @@ from groupmind.checkpoint import make_checkpointer
 from groupmind.providers import embedding_name, make_chat_model, make_embeddings
 from groupmind.settings import Settings
 from groupmind.worker import MemoryWorker
-from nodes.deps import Deps
+from nodes.deps import Deps, need
 from nodes.reply.emoji import StickerIndex
 from state.context import Context
 from stores.chroma import ChromaEventStore, make_client
@@ -47,9 +48,14 @@ class Runtime:
     wake: threading.Event = field(default_factory=threading.Event)
     background: BackgroundWorker | None = None
 
+    @property
+    def checkpoints(self) -> BaseCheckpointSaver[str]:
+        """This process's checkpointer (memory jobs and in-process reply threads)."""
+        return need(self.deps.checkpoints, "checkpoints")
+
     def memory_worker(self, *, variants: dict[str, str] | None = None) -> MemoryWorker:
         """A worker over the durable queue, with the configured checkpointer."""
-        graph = build_memory_graph(self.deps, checkpointer=make_checkpointer(self.settings))
+        graph = build_memory_graph(self.deps, checkpointer=self.checkpoints)
         context = Context(variants=variants or {})
         return MemoryWorker(graph, self.jobs, self.deps, self.settings, context=context)
 
@@ -75,6 +81,7 @@ def build_runtime(settings: Settings) -> Runtime:
         chat=make_chat_model(settings),
         background=ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupmind-bg"),
         on_job=wake.set,
+        checkpoints=make_checkpointer(settings),
     )
     settle_heap()
     return Runtime(settings, engine, embeddings, deps, cast(SqlJobQueue, deps.jobs), wake)

@@ -12,6 +12,7 @@ from typing import TypeVar
 from zoneinfo import ZoneInfo
 
 from langchain_core.language_models import BaseChatModel
+from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from nodes.settings import ChatSettings, RankSettings
 from stores.base import (
@@ -102,6 +103,8 @@ class Deps:
     background: Executor = field(default_factory=_Inline)  # work that must not delay a reply
     on_job: Callable[[], None] = lambda: None  # wakes the in-process memory worker
     foreground: Foreground = field(default_factory=Foreground)
+    # The memory worker's checkpointer (threads = request ids): forget drops a job's.
+    checkpoints: BaseCheckpointSaver[str] | None = None
 
     @property
     def validation(self) -> dict[str, object]:

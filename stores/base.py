@@ -425,8 +425,9 @@ class JobQueue(Protocol):
 
     def get(self, request_id: str) -> JobRow | None: ...
     def counts(self) -> dict[str, int]: ...
-    def forget(self, target: ForgetTarget) -> list[JobRow]:
-        """Delete the jobs the target covers, whatever their status; returns them."""
+    def forget(self, target: ForgetTarget, *, running: bool = False) -> list[JobRow]:
+        """Delete the jobs the target covers and returns them: all but those a live worker
+        holds, or with ``running`` those too."""
         ...
 
     def running(self, target: ForgetTarget) -> list[str]:
@@ -498,8 +499,9 @@ class MessageStore(Protocol):
         content: shared by the chat's personas)."""
         ...
 
-    def forget(self, target: ForgetTarget) -> int:
-        """Delete the messages (and memberships) the target covers; returns how many."""
+    def forget(self, target: ForgetTarget) -> dict[str, int]:
+        """Delete the messages (and memberships) the target covers; returns how many went,
+        per stream."""
         ...
 
 

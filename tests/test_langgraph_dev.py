@@ -1,4 +1,5 @@
-"""Both graphs served by a real `langgraph dev` (offline), driven through langgraph_sdk."""
+"""The graphs served by a real `langgraph dev` (offline), driven through langgraph_sdk: open
+when no bot is configured (and saying so), and with two bots each seeing only its own."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 
@@ -22,29 +25,29 @@ from tests.graphs.reply_helpers import message
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
+KEY_A, KEY_B = "key-of-bot-a-0123456789", "key-of-bot-b-0123456789"
+BOTS = [
+    {"id": "bot-a", "api_key": KEY_A, "platforms": ["qq"]},
+    {"id": "bot-b", "api_key": KEY_B, "platforms": ["qq", "lark"]},
+]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    data = tmp_path_factory.mktemp("lgdev") / "data"
+def start(tmp: Path, **env: str) -> Iterator[tuple[str, Path, Path]]:
+    """``langgraph dev`` on a free port with its own data dir; yields (url, data, log)."""
+    data, log_path = tmp / "data", tmp / "server.log"
     port = _free_port()
-    env = {
+    environ = {
         **os.environ,
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
         "LANGGRAPH_NO_VERSION_CHECK": "true",
         "LANGSMITH_TRACING": "false",
         "GROUPMIND_DATA_DIR": str(data),
+        **env,
     }
-    log = (data.parent / "server.log").open("w")
-    cmd = [
-        str(Path(sys.executable).parent / "langgraph"),
-        "dev",
-        "--no-browser",
-        "--no-reload",
-        "--port",
-        str(port),
-    ]
-    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    cmd = [str(Path(sys.executable).parent / "langgraph"), "dev", "--no-browser", "--no-reload",
+           "--port", str(port), "--config", str(ROOT / "langgraph.json")]  # fmt: skip
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(cmd, cwd=tmp, env=environ, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
@@ -54,14 +57,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
                     break
         except OSError:
             if proc.poll() is not None:
-                pytest.fail(
-                    f"langgraph dev exited: {(data.parent / 'server.log').read_text()[-2000:]}"
-                )
+                pytest.fail(f"langgraph dev exited: {log_path.read_text()[-2000:]}")
             time.sleep(0.3)
     else:
         proc.kill()
         pytest.fail("langgraph dev did not answer /ok within 90 s")
-    yield url, data
+    yield url, data, log_path
     proc.terminate()
     try:
         proc.wait(timeout=20)
@@ -69,16 +70,24 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         proc.kill()
 
 
-def test_both_graphs_run_through_the_sdk(server: tuple[str, Path]) -> None:
-    url, data = server
-    client = get_sync_client(url=url)
-    assert {a["graph_id"] for a in client.assistants.search()} >= {"reply", "memory"}
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, Path]]:
+    yield from start(tmp_path_factory.mktemp("lgdev-open"))
 
-    chat_id = uuid.uuid4().hex[:8]  # the dev server keeps threads across runs (.langgraph_api)
+
+@pytest.fixture(scope="module")
+def two_bots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, Path]]:
+    yield from start(tmp_path_factory.mktemp("lgdev-auth"), GROUPMIND_BOTS=json.dumps(BOTS))
+
+
+def test_both_graphs_run_through_the_sdk(server: tuple[str, Path, Path]) -> None:
+    url, data, log = server
+    client = get_sync_client(url=url)
+    assert {a["graph_id"] for a in client.assistants.search()} >= {"reply", "memory", "forget"}
+
+    chat_id = uuid.uuid4().hex[:8]
     stream = f"qq:group:{chat_id}"
-    thread = client.threads.create(
-        thread_id=stream_thread_id(stream, "bot"), if_exists="do_nothing"
-    )
+    thread = client.threads.create(thread_id=stream_thread_id(stream, "bot"))
     quiet = client.runs.wait(
         thread["thread_id"], "reply", input={"message": message("今天下雨了", chat_id=chat_id)}
     )
@@ -112,3 +121,73 @@ def test_both_graphs_run_through_the_sdk(server: tuple[str, Path]) -> None:
         tuple(h["next"]) for h in client.threads.get_history(memory_thread["thread_id"])
     ]
     assert ("rewrite",) in memory_steps and ("embed",) in memory_steps
+    assert "this server is OPEN" in log.read_text()  # an open server says so
+
+
+def test_a_thread_refuses_another_chats_message(server: tuple[str, Path, Path]) -> None:
+    client = get_sync_client(url=server[0])
+    thread = client.threads.create(thread_id=stream_thread_id("qq:group:x1", "bot"))
+    client.runs.wait(thread["thread_id"], "reply", input={"message": message("hi", chat_id="x1")})
+    stray = client.runs.wait(
+        thread["thread_id"], "reply", input={"message": message("群二的秘密", chat_id="x2")},
+        raise_error=False,
+    )  # fmt: skip
+    assert "is not this thread's" in json.dumps(stray, ensure_ascii=False)
+    pending = client.threads.get_state(thread["thread_id"])["values"]["pending"]
+    assert [p["content"] for p in pending] == ["hi"]  # nothing of x2 in x1's buffer
+
+
+def status_of(call: Any) -> int:
+    try:
+        call()
+    except httpx.HTTPStatusError as exc:
+        return exc.response.status_code
+    return 200
+
+
+def test_two_bots_each_see_only_their_own(two_bots: tuple[str, Path, Path]) -> None:
+    url, _, _ = two_bots
+    a, b = get_sync_client(url=url, api_key=KEY_A), get_sync_client(url=url, api_key=KEY_B)
+    nobody = get_sync_client(url=url, api_key=None)
+    wrong = get_sync_client(url=url, api_key="not-a-key-of-anyone")
+    assert status_of(lambda: nobody.threads.search()) == 401
+    assert status_of(lambda: wrong.assistants.search()) == 401
+
+    stream = "qq:group:1001"
+    ta = a.threads.create(thread_id=stream_thread_id(stream, "bot-a"))["thread_id"]
+    assert stream_thread_id(stream, "bot-a") != stream_thread_id(stream, "bot-b")
+    secret = message("@bot A群的秘密：暗号是 K7Q2X", chat_id="1001", mentions=["bot"])
+    out = a.runs.wait(ta, "reply", input={"message": secret})
+    assert out["action"] == "text_reply"
+
+    # Bot B: everything of A's is not there.
+    assert status_of(lambda: b.threads.get(ta)) == 404
+    assert status_of(lambda: b.threads.get_state(ta)) == 404
+    assert status_of(lambda: b.threads.get_history(ta)) == 404
+    assert status_of(lambda: b.runs.list(ta)) == 404
+    assert status_of(lambda: b.runs.wait(ta, "reply", input={"message": secret})) == 404
+    assert status_of(lambda: b.threads.update_state(ta, {"pending": []})) == 404
+    assert ta not in {t["thread_id"] for t in b.threads.search(limit=100)}
+    assert ta in {t["thread_id"] for t in a.threads.search(limit=100)}
+    mine = a.assistants.create("reply", name="a-arm", context={"variants": {"plan": "rules"}})
+    assert status_of(lambda: b.assistants.get(mine["assistant_id"])) == 404
+    assert mine["assistant_id"] not in {x["assistant_id"] for x in b.assistants.search()}
+
+    # Runs stay in the bot's own platforms: A is qq only.
+    on_lark = message("@bot 飞书", platform="lark", chat_id="9", mentions=["bot"])
+    tl = a.threads.create(thread_id=stream_thread_id("lark:group:9", "bot-a"))["thread_id"]
+    assert status_of(lambda: a.runs.wait(tl, "reply", input={"message": on_lark})) == 403
+    job = {"request_id": "j-lark", "action_summary": "", "new_info": "我明天去北京", "user_id": "1",
+           "user_name": "小明", "platform": "lark", "chat_type": "group", "chat_id": "9",
+           "timestamp": "2026-11-16T10:05:00+08:00"}  # fmt: skip
+    tm = a.threads.create()["thread_id"]
+    assert status_of(lambda: a.runs.wait(tm, "memory", input=job)) == 403
+    tb = b.threads.create()["thread_id"]
+    assert b.runs.wait(tb, "memory", input=job)["status"] == "stored"  # B may use lark
+
+    # Forget is a graph an operator (here bot B, for its lark user) can run.
+    forget = b.runs.wait(b.threads.create()["thread_id"], "forget",
+                         input={"platform": "lark", "user_id": "1"})  # fmt: skip
+    assert forget["removed"]["events"] == 1
+    assert status_of(lambda: a.runs.wait(a.threads.create()["thread_id"], "forget",
+                                         input={"platform": "lark", "user_id": "1"})) == 403  # fmt: skip

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from functools import lru_cache
 
+from graphs.forget import ForgetGraph, build_forget_graph
 from graphs.memory import MemoryGraph, build_memory_graph
 from graphs.reply import ReplyGraph, build_reply_graph
 from groupmind.wiring import open_runtime
@@ -21,6 +22,11 @@ async def make_memory_graph() -> MemoryGraph:
     return await asyncio.to_thread(_memory_graph)
 
 
+async def make_forget_graph() -> ForgetGraph:
+    """Erase a person or a chat: ``{"platform", "user_id"?, "chat_type"?, "chat_id"?}``."""
+    return await asyncio.to_thread(_forget_graph)
+
+
 @lru_cache(maxsize=1)
 def _reply_graph() -> ReplyGraph:
     runtime = open_runtime()
@@ -31,3 +37,8 @@ def _reply_graph() -> ReplyGraph:
 @lru_cache(maxsize=1)
 def _memory_graph() -> MemoryGraph:
     return build_memory_graph(open_runtime().deps)
+
+
+@lru_cache(maxsize=1)
+def _forget_graph() -> ForgetGraph:
+    return build_forget_graph(open_runtime().deps)

@@ -45,20 +45,32 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     return create_engine(url, pool_pre_ping=True, **kwargs)
 
 
-def migrate(engine: Engine, *, default_platform: str = "qq") -> None:
-    """Bring the schema to the newest revision (safe to call from several processes)."""
+def migrate(engine: Engine, *, default_platform: str = "qq", revision: str = "head") -> None:
+    """Bring the schema to the newest revision (safe to call from several processes).
+    ``default_platform`` is the platform rows from before revision 0005 are given."""
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.attributes["default_platform"] = default_platform  # for rows older than 0005
     for attempt in range(5):
         try:
-            with engine.begin() as conn:
-                if conn.dialect.name == "postgresql":
-                    conn.execute(
-                        text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK}
-                    )
-                cfg.attributes["connection"] = conn
-                command.upgrade(cfg, "head")
+            with engine.connect() as conn:
+                sqlite = conn.dialect.name == "sqlite"
+                if sqlite:
+                    # SQLite alters a table by copying it and dropping the old one; with
+                    # foreign keys on, that drop would cascade (event_docs -> event_terms).
+                    # The pragma only takes effect outside a transaction.
+                    conn.exec_driver_sql("PRAGMA foreign_keys=OFF")
+                    conn.commit()  # end the autobegun transaction the pragma ran in
+                with conn.begin():
+                    if not sqlite:
+                        conn.execute(
+                            text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK}
+                        )
+                    cfg.attributes["connection"] = conn
+                    command.upgrade(cfg, revision)
+                if sqlite:
+                    conn.exec_driver_sql("PRAGMA foreign_keys=ON")
+                    conn.commit()
             return
         except OperationalError:
             # SQLite: another process was migrating the same file; its work is ours too.

@@ -136,8 +136,11 @@ class SqlJobQueue:
             )
             return {status: int(n) for status, n in rows}
 
-    def forget(self, target: ForgetTarget) -> list[JobRow]:
+    def forget(self, target: ForgetTarget, *, running: bool = False) -> list[JobRow]:
         where = [MemoryJobRow.platform == target.platform]
+        if not running:
+            held = (MemoryJobRow.status == "running") & (MemoryJobRow.lease_until >= self.clock())
+            where.append(~held)
         if target.chat is not None:
             where += [
                 MemoryJobRow.chat_type == target.chat.chat_type,

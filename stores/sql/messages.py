@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -126,7 +127,7 @@ class SqlMessageStore:
             )
             return {user_id: name for user_id, name in rows}
 
-    def forget(self, target: ForgetTarget) -> int:
+    def forget(self, target: ForgetTarget) -> dict[str, int]:
         """A chat: all its messages and members. A person: what they said (in one chat or
         on the whole platform), the bot's replies to it (they may quote it) and their
         memberships."""
@@ -140,20 +141,22 @@ class SqlMessageStore:
         if target.user_id is not None:
             messages.append(MessageRow.user_id == target.user_id)
             members.append(ChatMemberRow.user_id == target.user_id)
+        removed: Counter[str] = Counter()
         with self.engine.begin() as conn:
             conn.execute(delete(ChatMemberRow).where(*members))
             said = conn.execute(select(MessageRow.stream, MessageRow.message_id).where(*messages))
-            replies = 0
-            if target.user_id is not None:
-                for stream, message_id in said.all():
-                    replies += conn.execute(
+            for stream, message_id in said.all():
+                removed[stream] += 1
+                if target.user_id is not None:
+                    removed[stream] += conn.execute(
                         delete(MessageRow).where(
                             MessageRow.stream == stream,
                             MessageRow.reply_to == message_id,
                             MessageRow.from_bot.is_(True),
                         )
                     ).rowcount
-            return replies + int(conn.execute(delete(MessageRow).where(*messages)).rowcount)
+            conn.execute(delete(MessageRow).where(*messages))
+        return dict(removed)
 
     def _fetch(self, query: object) -> list[StoredMessage]:
         with Session(self.engine) as s:

@@ -1,0 +1,183 @@
+"""``groupmind forget``: a person or a chat erased everywhere its data lives, nothing of
+anyone else's touched (real SQLite, Chroma, checkpointer; the CLI in-process and as a
+separate process against a running bot's session)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+from typer.testing import CliRunner
+
+from groupmind.chatting import reply_context, reply_to
+from groupmind.cli import app
+from groupmind.session import Session, open_session
+from groupmind.settings import Settings
+from groupmind.threads import thread_config
+from stores.base import ChatScope, EventQuery
+from stores.sql.schema import ContextUsageRow, MessageRow
+from tests.graphs.reply_helpers import message
+
+ROOT = Path(__file__).resolve().parents[1]
+G1 = ChatScope(platform="qq", chat_type="group", chat_id="1001")
+G2 = ChatScope(platform="qq", chat_type="group", chat_id="2002")
+DM = ChatScope(platform="qq", chat_type="private", chat_id="10001")
+XM = {"user_id": "10001", "user_name": "小明"}
+AQ = {"user_id": "10002", "user_name": "阿强"}
+BOT = {"mentions": ["bot"]}
+
+
+def chat_history() -> list[dict[str, Any]]:
+    return [
+        message("我住在杭州，下周三去北京出差", **XM),
+        message("@bot 记一下，我的生日是11月23日", **XM, **BOT),
+        message("我在腾讯做后端", **AQ),
+        message("@bot 阿强在哪工作？", **AQ, **BOT),
+        message("我的工作是卧底", chat_type="private", chat_id=None, **XM),
+        message("我养了一只橘猫", chat_id="2002", chat_name="猫咪群", **XM, **BOT),
+        message("还没说完的话：明天见", **XM),  # pending in 1001's thread, not handed off
+    ]
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(data_dir=tmp_path / "data", _env_file=None)  # type: ignore[call-arg]
+
+
+def replay(session: Session, messages: list[dict[str, Any]]) -> None:
+    graph = session.reply_graph()
+    background = session.runtime.start_background_worker()
+    context = reply_context(session.deps)
+    for raw in messages:
+        reply_to(graph, session.deps, raw, context)
+        assert background.drain()
+    background.stop()
+
+
+def search(session: Session, scope: ChatScope, text: str) -> list[str]:
+    query = EventQuery(text=text, platform=scope.platform, chat_type=scope.chat_type,
+                       chat_id=scope.chat_id, persona_id="default", top_k=50)  # fmt: skip
+    return sorted({h.event.user_id for h in session.deps.events.search(query)})
+
+
+def cli(settings: Settings, *args: str) -> Any:
+    result = CliRunner().invoke(app, ["--data-dir", str(settings.data_dir), *args])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def count_rows(session: Session, table: Any, *where: Any) -> int:
+    with session.runtime.engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(table).where(*where)).scalar_one())
+
+
+def test_forget_a_person_everywhere(settings: Settings) -> None:
+    session = open_session(settings)
+    replay(session, chat_history())
+    assert search(session, G1, "北京 出差 生日 腾讯") == ["10001", "10002"]
+    jobs_before = {j.request_id for j in session.jobs.list(limit=1000)}
+    mine = {j.request_id for j in session.jobs.list(limit=1000) if j.payload["user_id"] == "10001"}
+    session.jobs.enqueue(  # a job still waiting for a worker
+        "pending-1", {"user_id": "10001"}, scope=G1, user_id="10001"
+    )
+
+    out = cli(settings, "forget", "--user-id", "10001", "--yes", "--json")
+    removed = out["removed"]
+    assert removed["memory_jobs"] == len(mine) + 1 and removed["events"] == len(mine)
+    assert removed["relationships"] == 1 and removed["learned_profiles"] == 3
+    assert removed["reply_threads"] == 3 and out["still_running"] == []
+
+    after = open_session(settings)
+    assert search(after, G1, "北京 出差 生日 腾讯 杭州") == ["10002"]  # 阿强's memory stays
+    assert search(after, DM, "卧底 工作") == [] and search(after, G2, "橘猫") == []
+    assert after.deps.profiles.get_relationship("qq", "10001") is None
+    assert after.deps.profiles.learned_about("qq", "10001") == []
+    assert after.deps.profiles.get_relationship("qq", "10002") is not None
+    assert count_rows(after, MessageRow, MessageRow.user_id == "10001") == 0
+    assert count_rows(after, MessageRow, MessageRow.user_id == "10002") == 2
+    assert count_rows(after, ContextUsageRow, ContextUsageRow.user_id == "10001") == 0
+    assert {j.request_id for j in after.jobs.list(limit=1000)} == jobs_before - mine
+    saver = after.runtime.checkpoints
+    assert all(saver.get_tuple({"configurable": {"thread_id": rid}}) is None for rid in mine)
+    thread = after.reply_graph().get_state(thread_config(G1.key, "bot")).values
+    assert thread["chat_state"] and all(p["user_id"] != "10001" for p in thread["pending"])
+    assert "明天见" not in json.dumps(thread, ensure_ascii=False)
+
+
+def test_forget_a_person_in_one_chat_keeps_the_rest(settings: Settings) -> None:
+    session = open_session(settings)
+    replay(session, chat_history())
+    cli(settings, "forget", "--user-id", "10001", "--chat-type", "group", "--chat-id", "1001",
+        "--yes", "--json")  # fmt: skip
+    after = open_session(settings)
+    assert search(after, G1, "北京 出差 生日 腾讯 杭州") == ["10002"]
+    assert search(after, DM, "卧底 工作") == ["10001"] and search(after, G2, "橘猫") == ["10001"]
+    assert after.deps.profiles.get_learned(G1, "10001") is None
+    assert after.deps.profiles.get_learned(DM, "10001") is not None
+    assert after.deps.profiles.get_relationship("qq", "10001") is not None  # no content: kept
+
+
+def test_forget_a_chat(settings: Settings) -> None:
+    session = open_session(settings)
+    replay(session, chat_history())
+    out = cli(settings, "forget", "--chat-type", "group", "--chat-id", "1001", "--yes", "--json")
+    assert out["removed"]["reply_threads"] == 1 and out["removed"]["group_profiles"] == 1
+    after = open_session(settings)
+    assert search(after, G1, "北京 出差 生日 腾讯 杭州") == []
+    assert search(after, DM, "卧底 工作") == ["10001"] and search(after, G2, "橘猫") == ["10001"]
+    assert count_rows(after, MessageRow, MessageRow.stream == G1.key) == 0
+    assert after.deps.profiles.get_learned(G1, "10002") is None
+    assert after.reply_graph().get_state(thread_config(G1.key, "bot")).values == {}
+
+
+def test_forget_needs_a_target_and_asks_first(settings: Settings) -> None:
+    runner = CliRunner()
+    base = ["--data-dir", str(settings.data_dir), "forget"]
+    nothing = runner.invoke(app, [*base, "--platform", "qq"])
+    assert nothing.exit_code == 2 and "name a user_id, a chat" in nothing.output
+    declined = runner.invoke(app, [*base, "--user-id", "10001"], input="n\n")
+    assert declined.exit_code == 1
+
+
+@pytest.fixture
+def served(
+    tmp_path: Path, chroma_http_client: Any, chroma_server: tuple[str, int]
+) -> Iterator[Settings]:
+    """A data dir whose vectors live in a `chroma run` server, so two processes share it."""
+    yield Settings(  # type: ignore[call-arg]
+        data_dir=tmp_path / "data", chroma_host=chroma_server[0], chroma_port=chroma_server[1],
+        _env_file=None,
+    )  # fmt: skip
+
+
+@pytest.mark.chroma_server
+@pytest.mark.slow
+def test_a_running_bots_held_vectors_follow_a_forget_from_another_process(
+    served: Settings,
+) -> None:
+    bot = open_session(served)  # the running bot: it holds the chat's vectors
+    replay(bot, chat_history())
+    assert search(bot, G1, "北京 出差 腾讯") == ["10001", "10002"]
+    held = bot.deps.events.held  # type: ignore[attr-defined]
+    held._loader.shutdown(wait=True)  # the background load is done
+    search(bot, G1, "北京 出差 腾讯")
+    xiaoming = {j.request_id for j in bot.jobs.list(limit=1000) if j.payload["user_id"] == "10001"}
+    assert held.held_ids() & xiaoming  # 小明's vectors are in this process's memory
+    env = {**os.environ, "GROUPMIND_CHROMA_HOST": served.chroma_host or "",
+           "GROUPMIND_CHROMA_PORT": str(served.chroma_port)}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "groupmind.cli", "--data-dir", str(served.data_dir),
+         "forget", "--user-id", "10001", "--yes", "--json"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["removed"]["events"] == len(xiaoming)
+    assert search(bot, G1, "北京 出差 腾讯 生日") == ["10002"]  # the next search follows
+    assert not held.held_ids() & xiaoming  # and the held copy no longer has them
