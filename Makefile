@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint bench bench-locomo bench-irc bench-latency clean
+.PHONY: setup demo test lint bench bench-locomo bench-irc bench-latency bench-leaks clean
 
 $(UV):
 	$(PY) -m venv .tools
@@ -29,7 +29,7 @@ test: lint
 	$(BIN)/pytest
 
 # Benchmarks: figures printed with the machine noted; not part of `make test`.
-bench: bench-locomo bench-irc bench-latency
+bench: bench-locomo bench-irc bench-latency bench-leaks
 
 bench-locomo: setup
 	$(BIN)/python -m benchmarks.locomo $(ARGS)
@@ -42,3 +42,6 @@ bench-irc: setup
 
 bench-latency: setup
 	$(BIN)/python -m benchmarks.latency $(ARGS)
+
+bench-leaks: setup
+	$(BIN)/python -m benchmarks.leaks $(ARGS)

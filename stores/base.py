@@ -282,6 +282,8 @@ class GroupProfile:
     group_id: str
     name: str
     summary: str = ""
+    # Keys starting with "_" are bookkeeping (e.g. keyword counts) that may hold words of
+    # one persona's conversation: kept for the merge, never shown to a model.
     traits: dict[str, Any] = field(default_factory=dict)
     updated_at: float | None = None
     version: int = 0
@@ -289,6 +291,14 @@ class GroupProfile:
     @property
     def scope(self) -> ChatScope:
         return ChatScope(platform=self.platform, chat_type="group", chat_id=self.group_id)
+
+    @property
+    def shown_traits(self) -> dict[str, Any]:
+        return {k: v for k, v in self.traits.items() if not k.startswith("_")}
+
+    @property
+    def private_traits(self) -> dict[str, Any]:
+        return {k: v for k, v in self.traits.items() if k.startswith("_")}
 
 
 @dataclass(kw_only=True)

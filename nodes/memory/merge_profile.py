@@ -83,7 +83,7 @@ def render_profile_prompt(job: MemoryJob, current: Current) -> str:
     group_block = ""
     if job.chat_type == "group":
         group = current.group
-        group_json = {"summary": group.summary, "traits": group.traits} if group else {}
+        group_json = {"summary": group.summary, "traits": group.shown_traits} if group else {}
         group_block = (
             f"群聊「{job.place_zh}」的现有侧写：{json.dumps(group_json, ensure_ascii=False)}\n\n"
         )
@@ -126,7 +126,10 @@ def llm_change(job: MemoryJob, update: ProfileUpdate, current: Current) -> Profi
             group_id=job.scope_chat_id,
             name=job.chat_name or (old_group.name if old_group else job.scope_chat_id),
             summary=update.group_summary or (old_group.summary if old_group else ""),
-            traits=update.group_traits or (old_group.traits if old_group else {}),
+            traits={
+                **(update.group_traits or (old_group.shown_traits if old_group else {})),
+                **(old_group.private_traits if old_group else {}),
+            },
             version=old_group.version if old_group else 0,
         )
     return ProfileChange(request_id=job.request_id, relationship=rel, learned=learned, group=group)

@@ -127,8 +127,8 @@ def group_profile(job: MemoryJob, current: GroupProfile | None, text: str) -> Gr
     """Topics are keywords at least two people used: what one person said once is theirs,
     not the group's (and stays in their conversation)."""
     old = current.traits if current else {}
-    counts = Counter({str(k): int(v) for k, v in old.get("topic_counts", {}).items()})
-    speakers = {str(k): list(v) for k, v in old.get("topic_speakers", {}).items()}
+    counts = Counter({str(k): int(v) for k, v in old.get("_topic_counts", {}).items()})
+    speakers = {str(k): list(v) for k, v in old.get("_topic_speakers", {}).items()}
     for word in keywords(text, 5):
         counts[word] += 1
         who = speakers.setdefault(word, [])
@@ -149,8 +149,8 @@ def group_profile(job: MemoryJob, current: GroupProfile | None, text: str) -> Gr
         summary=summary if top else (current.summary if current else ""),
         traits={
             "topics": top,
-            "topic_counts": {w: counts[w] for w in kept},
-            "topic_speakers": {w: speakers[w] for w in kept if w in speakers},
+            "_topic_counts": {w: counts[w] for w in kept},
+            "_topic_speakers": {w: speakers[w] for w in kept if w in speakers},
         },
         version=current.version if current else 0,
     )

@@ -24,6 +24,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from nodes.deps import Deps, need
+from nodes.prompt_blocks import DATA_HEADER, quoted
 from state.context import Context
 from state.reply import Action, ChatMessage, ChatState, ReplyState
 
@@ -147,7 +148,15 @@ def plan_llm(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
             chat_state=state.get("chat_state", "ABSENT"),
             interest=state.get("interest", 0.0),
         )
-        human = f"{state.get('memory_block', '')}\n\n最新消息：{msg.user_name}：“{msg.content}”"
+        human = "\n\n".join(
+            part
+            for part in (
+                state.get("relation_block", ""),
+                state.get("memory_block", ""),
+                f"{DATA_HEADER}\n最新消息 [{msg.user_name}]：{quoted(msg.content)}",
+            )
+            if part
+        )
         plan = cast(
             Plan,
             deps.chat.with_structured_output(Plan).invoke(

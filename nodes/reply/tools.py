@@ -127,7 +127,9 @@ def make_tools(deps: Deps, msg: ChatMessage, persona_id: str) -> list[BaseTool]:
                 return _json({"error": "只能查看本群的侧写"})
             group = deps.profiles.get_group(msg.platform, target_id)
             return _json(
-                {"summary": group.summary, "traits": group.traits} if group else {"summary": ""}
+                {"summary": group.summary, "traits": group.shown_traits}
+                if group
+                else {"summary": ""}
             )
         if target_id not in members:
             return _json({"error": "只能查看本聊天里的人的侧写"})
