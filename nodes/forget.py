@@ -5,22 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
 from nodes.deps import Deps
 from state.context import Context
 from state.forget import ForgetRequest, ForgetState
-from state.validation import InputError, describe_validation_error
+from state.validation import validated
 from stores.forget import Erased, erase
 
 
 def validate_request(raw: Any, deps: Deps) -> ForgetRequest:
-    if not isinstance(raw, dict):
-        raise InputError("forget", f"must be a JSON object, got {type(raw).__name__}")
-    try:
-        return ForgetRequest.model_validate(raw, context=deps.validation)
-    except ValidationError as exc:
-        raise InputError("forget", describe_validation_error(exc)) from None
+    return validated(ForgetRequest, raw, "forget", deps.validation)
 
 
 def erase_for(request: ForgetRequest, deps: Deps, wait_s: float = 30.0) -> Erased:

@@ -5,15 +5,14 @@ from __future__ import annotations
 from datetime import tzinfo
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from state.validation import (
     ChatTypeField,
-    InputError,
     as_id,
     context_tz,
-    describe_validation_error,
     parse_timestamp,
+    validated,
 )
 from stores.base import EventQuery
 
@@ -51,13 +50,9 @@ class SearchRequest(BaseModel):
 
 def build_query(raw: Any, tz: tzinfo, default_platform: str) -> EventQuery:
     """A search from CLI options or a batch line; ``platform`` defaults to the deployment's."""
-    if not isinstance(raw, dict):
-        raise InputError("query", f"must be a JSON object, got {type(raw).__name__}")
-    try:
-        context = {"tz": tz, "default_platform": default_platform}
-        req = SearchRequest.model_validate({"platform": None, **raw}, context=context)
-    except ValidationError as exc:
-        raise InputError("search", describe_validation_error(exc)) from None
+    context = {"tz": tz, "default_platform": default_platform}
+    fields = {"platform": None, **raw} if isinstance(raw, dict) else raw
+    req = validated(SearchRequest, fields, "search", context)
     return EventQuery(
         text=req.query,
         platform=req.platform,

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from datetime import UTC, datetime, tzinfo
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BeforeValidator, ValidationError, ValidationInfo
+from pydantic import BaseModel, BeforeValidator, ValidationError, ValidationInfo
 
 MAX_ID_CHARS = 128
 EARLIEST = datetime(1990, 1, 1, tzinfo=UTC).timestamp()
@@ -32,6 +33,19 @@ def describe_validation_error(exc: ValidationError) -> str:
             msg = "missing (required)"
         parts.append(f"{field}: {msg}")
     return "; ".join(parts)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def validated(model: type[M], raw: Any, what: str, context: Mapping[str, Any]) -> M:
+    """``raw`` as ``model``, or an InputError naming ``what`` and every field at fault."""
+    if not isinstance(raw, dict):
+        raise InputError(what, f"must be a JSON object, got {type(raw).__name__}")
+    try:
+        return model.model_validate(raw, context=dict(context))
+    except ValidationError as exc:
+        raise InputError(what, describe_validation_error(exc)) from None
 
 
 def _known_chat_type(value: Any) -> Any:

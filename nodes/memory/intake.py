@@ -8,19 +8,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import ValidationError
-
 from nodes.deps import Deps
 from state.context import Context
 from state.memory import MemoryJob, MemoryState
-from state.validation import InputError, describe_validation_error
+from state.validation import validated
 
 
-def validate_job(raw: dict[str, Any], deps: Deps) -> MemoryJob:
-    try:
-        return MemoryJob.model_validate(raw, context=deps.validation)
-    except ValidationError as exc:
-        raise InputError("job", describe_validation_error(exc)) from None
+def validate_job(raw: Any, deps: Deps) -> MemoryJob:
+    return validated(MemoryJob, raw, "job", deps.validation)
 
 
 JOB_FIELDS = tuple(MemoryJob.model_fields)

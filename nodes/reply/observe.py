@@ -11,13 +11,11 @@ import re
 from collections.abc import Collection
 from typing import Any, Literal
 
-from pydantic import ValidationError
-
 from nodes.deps import Deps, need
 from nodes.reply.hand_off import enqueue, jobs_from_buffer
 from state.context import Context
 from state.reply import ChatMessage, PendingMessage, ReplyState
-from state.validation import InputError, describe_validation_error
+from state.validation import InputError, validated
 from stores.base import StoredMessage
 
 LEADING_NAME = re.compile(r"^\s*@?([^\s:：,，]{1,32})\s*[:：,，]")
@@ -41,12 +39,7 @@ FRESH: dict[str, Any] = {
 
 
 def validate_message(raw: Any, deps: Deps) -> ChatMessage:
-    if not isinstance(raw, dict):
-        raise InputError("message", f"must be a JSON object, got {type(raw).__name__}")
-    try:
-        return ChatMessage.model_validate(raw, context=deps.validation)
-    except ValidationError as exc:
-        raise InputError("message", describe_validation_error(exc)) from None
+    return validated(ChatMessage, raw, "message", deps.validation)
 
 
 def textual_mentions(content: str, names: dict[str, str]) -> list[str]:

@@ -15,6 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from stores.base import ChatScope, Clock, ForgetTarget, JobRow, JobStatus
+from stores.sql.covered import covered
 from stores.sql.schema import MemoryJobRow
 
 _CLAIM_TRIES = 20
@@ -137,17 +138,9 @@ class SqlJobQueue:
             return {status: int(n) for status, n in rows}
 
     def forget(self, target: ForgetTarget, *, running: bool = False) -> list[JobRow]:
-        where = [MemoryJobRow.platform == target.platform]
+        where = covered(MemoryJobRow, target)
         if not running:
-            held = (MemoryJobRow.status == "running") & (MemoryJobRow.lease_until >= self.clock())
-            where.append(~held)
-        if target.chat is not None:
-            where += [
-                MemoryJobRow.chat_type == target.chat.chat_type,
-                MemoryJobRow.chat_id == target.chat.chat_id,
-            ]
-        if target.user_id is not None:
-            where.append(MemoryJobRow.user_id == target.user_id)
+            where.append(~self._held())
         with Session(self.engine) as s, s.begin():
             rows = [_to_job(row) for row in s.scalars(select(MemoryJobRow).where(*where))]
             s.execute(delete(MemoryJobRow).where(*where))
@@ -155,17 +148,12 @@ class SqlJobQueue:
 
     def running(self, target: ForgetTarget) -> list[str]:
         """Jobs the target covers that a live worker holds right now."""
-        where = [MemoryJobRow.platform == target.platform, MemoryJobRow.status == "running"]
-        where.append(MemoryJobRow.lease_until >= self.clock())
-        if target.chat is not None:
-            where += [
-                MemoryJobRow.chat_type == target.chat.chat_type,
-                MemoryJobRow.chat_id == target.chat.chat_id,
-            ]
-        if target.user_id is not None:
-            where.append(MemoryJobRow.user_id == target.user_id)
+        where = [*covered(MemoryJobRow, target), self._held()]
         with self.engine.connect() as conn:
             return list(conn.execute(select(MemoryJobRow.request_id).where(*where)).scalars())
+
+    def _held(self) -> Any:
+        return (MemoryJobRow.status == "running") & (MemoryJobRow.lease_until >= self.clock())
 
     def list(self, status: JobStatus | None = None, limit: int = 50) -> list[JobRow]:
         query = select(MemoryJobRow).order_by(MemoryJobRow.updated_at.desc()).limit(limit)

@@ -20,6 +20,7 @@ from sqlalchemy import Engine, delete, func, insert, select
 from sqlalchemy.orm import Session
 
 from stores.base import ChatScope, EventHit, EventQuery, EventRecord, ForgetTarget, ScopeMembers
+from stores.sql.covered import covered
 from stores.sql.schema import EventDocRow, EventTermRow
 from stores.text import terms
 
@@ -176,11 +177,7 @@ class SqlLexicalIndex:
 
     def forget(self, target: ForgetTarget) -> list[str]:
         """Delete the events (and their postings) the target covers; returns their ids."""
-        where = [EventDocRow.platform == target.platform]
-        if target.chat is not None:
-            where += _scope_filters(target.chat)
-        if target.user_id is not None:
-            where.append(EventDocRow.user_id == target.user_id)
+        where = covered(EventDocRow, target)
         with self.engine.begin() as conn:
             ids = list(conn.execute(select(EventDocRow.id).where(*where)).scalars())
             for start in range(0, len(ids), 500):

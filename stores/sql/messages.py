@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from stores.base import ContextUsage, ForgetTarget, StoredMessage
+from stores.sql.covered import covered
 from stores.sql.schema import ChatMemberRow, ChatStateRow, ContextUsageRow, MessageRow
 from stores.text import keywords_of
 
@@ -273,13 +274,6 @@ class SqlContextUsage:
 
     def forget(self, target: ForgetTarget) -> int:
         """The records of a chat, or of the replies to a person (in one chat or all)."""
-        where = [ContextUsageRow.platform == target.platform]
-        if target.chat is not None:
-            where += [
-                ContextUsageRow.chat_type == target.chat.chat_type,
-                ContextUsageRow.chat_id == target.chat.chat_id,
-            ]
-        if target.user_id is not None:
-            where.append(ContextUsageRow.user_id == target.user_id)
         with self.engine.begin() as conn:
+            where = covered(ContextUsageRow, target)
             return int(conn.execute(delete(ContextUsageRow).where(*where)).rowcount)

@@ -28,6 +28,7 @@ from stores.base import (
     ProfileConflict,
     Relationship,
 )
+from stores.sql.covered import covered
 from stores.sql.schema import (
     Base,
     GroupProfileRow,
@@ -189,14 +190,7 @@ class SqlProfileStore:
         unscoped content. A person in one chat: that chat's profile of them. A chat: what
         was learned in it about anyone, and its group profile."""
         removed: dict[str, int] = {}
-        learned = [LearnedProfileRow.platform == target.platform]
-        if target.user_id is not None:
-            learned.append(LearnedProfileRow.user_id == target.user_id)
-        if target.chat is not None:
-            learned += [
-                LearnedProfileRow.chat_type == target.chat.chat_type,
-                LearnedProfileRow.chat_id == target.chat.chat_id,
-            ]
+        learned = covered(LearnedProfileRow, target)
         with self.engine.begin() as conn:
             removed["learned_profiles"] = conn.execute(
                 delete(LearnedProfileRow).where(*learned)

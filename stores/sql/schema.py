@@ -45,7 +45,20 @@ class UserRelationshipRow(Base):
     updated_at: Mapped[float] = mapped_column(Float)
 
 
-class LearnedProfileRow(Base):
+class ProfileContent:
+    """What is learned about a person: the columns every profile table has."""
+
+    user_name: Mapped[str] = mapped_column(String(128), default="")
+    impression_text: Mapped[str] = mapped_column(Text, default="")
+    key_facts: Mapped[list[dict[str, str]]] = mapped_column(Json, default=list)
+    preference_keywords: Mapped[list[str]] = mapped_column(Json, default=list)
+    summary: Mapped[str] = mapped_column(Text, default="")
+    traits: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    updated_at: Mapped[float] = mapped_column(Float)
+
+
+class LearnedProfileRow(ProfileContent, Base):
     """What was learned about one person in one chat (seed 000 §2, seed 003 §3.3): the
     chat is the provenance every sharing policy filters on."""
 
@@ -56,17 +69,9 @@ class LearnedProfileRow(Base):
     chat_type: Mapped[str] = mapped_column(String(16), primary_key=True)
     chat_id: Mapped[str] = mapped_column(ID, primary_key=True)
     chat_name: Mapped[str] = mapped_column(String(256), default="")
-    user_name: Mapped[str] = mapped_column(String(128), default="")
-    impression_text: Mapped[str] = mapped_column(Text, default="")
-    key_facts: Mapped[list[dict[str, str]]] = mapped_column(Json, default=list)
-    preference_keywords: Mapped[list[str]] = mapped_column(Json, default=list)
-    summary: Mapped[str] = mapped_column(Text, default="")
-    traits: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
-    version: Mapped[int] = mapped_column(Integer, default=1)
-    updated_at: Mapped[float] = mapped_column(Float)
 
 
-class UnscopedProfileRow(Base):
+class UnscopedProfileRow(ProfileContent, Base):
     """Content learned before profiles had provenance that could not be traced to one chat
     (migration 0006): kept for the operator, never shown to a model."""
 
@@ -75,14 +80,6 @@ class UnscopedProfileRow(Base):
     platform: Mapped[str] = mapped_column(PLATFORM, primary_key=True)
     user_id: Mapped[str] = mapped_column(ID, primary_key=True)
     learned_in: Mapped[list[str]] = mapped_column(Json, default=list)
-    user_name: Mapped[str] = mapped_column(String(128), default="")
-    impression_text: Mapped[str] = mapped_column(Text, default="")
-    key_facts: Mapped[list[dict[str, str]]] = mapped_column(Json, default=list)
-    preference_keywords: Mapped[list[str]] = mapped_column(Json, default=list)
-    summary: Mapped[str] = mapped_column(Text, default="")
-    traits: Mapped[dict[str, Any]] = mapped_column(Json, default=dict)
-    version: Mapped[int] = mapped_column(Integer, default=1)
-    updated_at: Mapped[float] = mapped_column(Float)
 
 
 class GroupProfileRow(Base):
