@@ -32,7 +32,7 @@ from stores.sql import make_engine, migrate
 from tests.leakprobe import generate, probe_deps, run_world
 from tests.standin import serve
 
-console = Console()
+console = Console(width=160)  # a full table when piped to a file
 
 
 def main() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
 from graphs.reply import ReplyGraph
 from groupmind.threads import thread_config
 from nodes.deps import Deps
@@ -26,6 +28,7 @@ def reply_to(graph: ReplyGraph, deps: Deps, raw: Any, context: Context) -> dict[
     """One message through the reply graph on its stream's thread; a bad message raises
     InputError before anything is stored."""
     msg = validate_message(raw, deps)
+    adopt_legacy_thread(graph, msg.stream, deps.bot_id)
     config: Any = {
         **thread_config(msg.stream, deps.bot_id),
         "run_name": "reply",
@@ -42,6 +45,27 @@ def reply_to(graph: ReplyGraph, deps: Deps, raw: Any, context: Context) -> dict[
         "sticker": out.get("sticker") or None,
         "handed_off": out.get("handed_off", []),
     }
+
+
+_checked: set[tuple[int, str]] = set()
+
+
+def adopt_legacy_thread(graph: ReplyGraph, stream: str, bot: str) -> None:
+    """Threads used to be named by the stream alone; the first time a stream is seen here,
+    its old thread's state (chat state, persona, the pending buffer not yet remembered) moves
+    to the bot's thread, so an upgrade loses nothing."""
+    saver = graph.checkpointer
+    key = (id(saver), stream)
+    if key in _checked or not isinstance(saver, BaseCheckpointSaver):
+        return
+    _checked.add(key)
+    new = thread_config(stream, bot)
+    old: Any = {"configurable": {"thread_id": stream}}
+    if saver.get_tuple(new) is not None or saver.get_tuple(old) is None:
+        return
+    values = graph.get_state(old).values
+    graph.update_state(new, dict(values), as_node="hand_off")
+    saver.delete_thread(stream)
 
 
 def rank_only(deps: Deps, raw: Any, context: Context) -> dict[str, Any]:

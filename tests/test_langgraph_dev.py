@@ -155,6 +155,7 @@ def test_two_bots_each_see_only_their_own(two_bots: tuple[str, Path, Path]) -> N
 
     stream = "qq:group:1001"
     ta = a.threads.create(thread_id=stream_thread_id(stream, "bot-a"))["thread_id"]
+    assert status_of(lambda: nobody.runs.wait(ta, "reply", input={"message": {}})) == 401
     assert stream_thread_id(stream, "bot-a") != stream_thread_id(stream, "bot-b")
     secret = message("@bot A群的秘密：暗号是 K7Q2X", chat_id="1001", mentions=["bot"])
     out = a.runs.wait(ta, "reply", input={"message": secret})

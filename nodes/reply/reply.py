@@ -105,7 +105,9 @@ def reply_rules(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
         deps.persona_name(state.get("persona_id", msg.persona_id)),
     }
     line = recalled_line(msg.content, remembered, names)
-    facts = profile_view(deps.profiles, msg.user_id, msg.scope, deps.profile_sharing).key_facts
+    view = profile_view(deps.profiles, msg.user_id, msg.scope, deps.profile_sharing)
+    here = [f for lp in view.learned if lp.scope == msg.scope for f in lp.key_facts]
+    facts = here or view.key_facts  # the newest of this chat's, else of what it may see
     if line:
         said = f"{msg.user_name}，我记得：{line[:120]}"
     elif facts:

@@ -262,3 +262,18 @@ def test_the_variants_a_run_used_reach_its_trace_metadata(deps: Deps) -> None:
     assert (
         chat.state(message("x"))["variants"]["rank_context"] == "recent"
     )  # and in the thread's state
+
+
+def test_a_thread_named_by_its_stream_alone_is_adopted_by_the_bots_thread(deps: Deps) -> None:
+    from groupmind.chatting import reply_context, reply_to
+
+    chat = Chat(deps)
+    old = message("升级前没说完的话")
+    stream = "qq:group:1001"
+    legacy: Any = {"configurable": {"thread_id": stream}}  # how threads were named before
+    chat.graph.invoke({"message": old}, legacy, context=chat.context)
+    out = reply_to(chat.graph, deps, message("@bot 升级后", mentions=["bot"]), reply_context(deps))
+    assert out["action"] == "text_reply"
+    job = deps.jobs.get(out["handed_off"][0])  # type: ignore[union-attr]
+    assert job is not None and "升级前没说完的话" in job.payload["new_info"]  # nothing lost
+    assert chat.graph.get_state(legacy).values == {}
