@@ -7,7 +7,6 @@ import logging
 import signal
 import sys
 import threading
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -18,6 +17,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from groupmind.lines import Line, judged, read_jsonl
 from groupmind.settings import Settings
 from state.validation import InputError, describe_validation_error
 
@@ -58,28 +58,11 @@ def _emit(obj: Any) -> None:
     sys.stdout.flush()
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[int, Any, str | None]]:
-    """(line number, parsed object or None, error) for each non-blank line."""
+def lines_of(path: Path) -> list[Line]:
     if not path.exists():
         err.print(f"[red]{path}: no such file[/red]")
         raise typer.Exit(2)
-    with path.open(encoding="utf-8") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield number, json.loads(line), None
-            except json.JSONDecodeError as exc:
-                yield number, None, f"not valid JSON ({exc.msg})"
-
-
-def rejected(number: int, raw: Any, reason: object, id_field: str | None = None) -> dict[str, Any]:
-    """The output for an input line that was refused: its id when it has one, and why."""
-    result: dict[str, Any] = {}
-    if id_field and isinstance(raw, dict) and raw.get(id_field) is not None:
-        result[id_field] = raw[id_field]
-    result["error"] = f"line {number}: {reason}"
-    return result
+    return list(read_jsonl(path))
 
 
 def _variants(pairs: list[str] | None) -> dict[str, str]:
@@ -102,6 +85,9 @@ def remember(
     file: Path,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     variant: VariantOpt = None,
+    queue_only: Annotated[
+        bool, typer.Option("--queue-only", help="validate and queue; a worker runs them")
+    ] = False,
 ) -> None:
     """Run memory jobs (one JSON object per line) through the memory graph."""
     from groupmind.session import open_session
@@ -109,16 +95,19 @@ def remember(
     session = open_session(STATE.settings, variants=_variants(variant))
     results: list[dict[str, Any]] = []
     submitted: list[str] = []
-    for number, raw, problem in read_jsonl(file):
-        try:
-            if problem is None:
-                submitted.append(session.worker.submit(raw).request_id)
-        except InputError as exc:
-            problem = str(exc)
-        if problem is not None:
-            results.append({**rejected(number, raw, problem, "request_id"), "status": "failed"})
-            if as_json:
-                _emit(results[-1])
+    for line in lines_of(file):
+        queued, refused = judged(
+            line, lambda raw: {"request_id": session.worker.submit(raw).request_id}, "request_id"
+        )
+        if refused:
+            results.append({**queued, "status": "failed"})
+        elif queue_only:
+            results.append({**queued, "status": "queued"})
+        else:
+            submitted.append(queued["request_id"])
+            continue
+        if as_json:
+            _emit(results[-1])
     with Progress(console=err, transient=True, disable=as_json) as progress:
         task = progress.add_task("remembering", total=len(submitted))
         for request_id in submitted:
@@ -140,7 +129,7 @@ def _held(request_id: str) -> dict[str, Any]:
 
 def _print_remembered(results: list[dict[str, Any]]) -> None:
     table = Table("request_id", "status", "attempts", "text / error", show_lines=True)
-    colour = {"stored": "green", "degraded": "yellow", "failed": "red"}
+    colour = {"stored": "green", "degraded": "yellow", "failed": "red", "queued": "cyan"}
     for r in results:
         table.add_row(
             str(r.get("request_id", "?")),
@@ -178,18 +167,22 @@ def search(
 
     session = open_session(STATE.settings, worker=False)
     if batch is not None:
-        lines = list(read_jsonl(batch))
+        settings, refused_any = STATE.settings, False
+
+        def one(raw: Any) -> Any:
+            built = build_query(raw, settings.tz, settings.default_platform)
+            return [h.as_json() for h in session.deps.events.search(built)]
+
+        lines = lines_of(batch)
         with Progress(console=err, transient=True) as progress:
             task = progress.add_task("searching", total=len(lines))
-            for number, raw, problem in lines:
+            for line in lines:
                 progress.advance(task)
-                try:
-                    if problem is None:
-                        built = build_query(raw, STATE.settings.tz, STATE.settings.default_platform)
-                        hits = session.deps.events.search(built)
-                except (InputError, ValueError) as exc:
-                    problem = str(exc)
-                _emit(rejected(number, raw, problem) if problem else [h.as_json() for h in hits])
+                result, refused = judged(line, one)
+                refused_any |= refused
+                _emit(result)
+        if refused_any:
+            raise typer.Exit(1)
         return
     fields = {
         "query": query,
@@ -346,20 +339,16 @@ def replay(
     graph = session.reply_graph()
     context = reply_context(session.deps, _variants(variant))
     background = session.runtime.start_background_worker()
-    lines = list(read_jsonl(file))
+    lines = lines_of(file)
     failed = False
     with Progress(console=err, transient=True, disable=as_json) as progress:
         task = progress.add_task("replaying", total=len(lines))
-        for number, raw, problem in lines:
+        for line in lines:
             progress.advance(task)
-            try:
-                if problem is None:
-                    result = reply_to(graph, session.deps, raw, context)
-            except InputError as exc:
-                problem = str(exc)
-            if problem is not None:
-                failed = True
-                result = rejected(number, raw, problem, "message_id")
+            result, refused = judged(
+                line, lambda raw: reply_to(graph, session.deps, raw, context), "message_id"
+            )
+            failed |= refused
             if wait_memory:
                 background.drain()
             if as_json:
@@ -395,22 +384,22 @@ def rank(
 
     session = open_session(STATE.settings, worker=False)
     context = reply_context(session.deps, _variants(variant))
-    lines = list(read_jsonl(file))
+    lines = lines_of(file)
+    failed = False
     with Progress(console=err, transient=True, disable=as_json) as progress:
         task = progress.add_task("ranking", total=len(lines))
-        for number, raw, problem in lines:
+        for line in lines:
             progress.advance(task)
-            try:
-                if problem is None:
-                    result = rank_only(session.deps, raw, context)
-            except InputError as exc:
-                problem = str(exc)
-            if problem is not None:
-                result = rejected(number, raw, problem, "message_id")
+            result, refused = judged(
+                line, lambda raw: rank_only(session.deps, raw, context), "message_id"
+            )
+            failed |= refused
             if as_json:
                 _emit(result)
             else:
                 out.print(result)
+    if failed:
+        raise typer.Exit(1)
 
 
 @app.command()

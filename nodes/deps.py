@@ -113,6 +113,7 @@ class Deps:
             "tz": self.tz,
             "max_text_chars": self.max_text_chars,
             "default_platform": self.default_platform,
+            "bot_id": self.bot_id,
         }
 
     def persona_name(self, persona_id: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypedDict
 
@@ -16,7 +17,11 @@ from pydantic import (
 from state.reducers import merge_dicts
 from state.validation import (
     ChatTypeField,
+    Line,
+    Text,
     as_id,
+    chat_id_of,
+    clean,
     context_limit,
     context_tz,
     parse_timestamp,
@@ -24,14 +29,16 @@ from state.validation import (
 from stores.base import ChatScope
 
 MAX_RECENT_MESSAGES = 50
+MAX_RECENT_CHARS = 500  # each recent message: context for the historian, not memory
+MAX_IMPRESSION_CHARS = 500  # seed 000: an impression is 200-500 characters
 DEFAULT_PLATFORM = "qq"  # when neither the job nor the validation context names one
 
 
 class RecentMessage(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    user_name: str = Field(min_length=1, max_length=128)
-    content: str = Field(max_length=4000)
+    user_name: Line = Field(min_length=1, max_length=128)
+    content: Text = Field(max_length=MAX_RECENT_CHARS)
     user_id: str | None = None
 
     @field_validator("user_id", mode="before")
@@ -44,7 +51,7 @@ class KeyFact(BaseModel):
     """seed 000 §2.2: one long-lived fact about a person."""
 
     type: Literal["birthday", "job", "location", "dream", "family", "pet", "other"]
-    value: str = Field(min_length=1, max_length=100)
+    value: Line = Field(min_length=1, max_length=100)
 
 
 class MemoryJob(BaseModel):
@@ -56,18 +63,18 @@ class MemoryJob(BaseModel):
     action_summary: str
     new_info: str
     user_id: str
-    user_name: str = Field(min_length=1, max_length=128)
+    user_name: Line = Field(min_length=1, max_length=128)
     # DESIGN.md: optional; a job without one is on the deployment's default platform.
     platform: str = Field(default="", validate_default=True)
     chat_type: ChatTypeField
     chat_id: str | None = Field(default=None, validate_default=True)
-    chat_name: str | None = Field(default=None, max_length=256)
+    chat_name: Line | None = Field(default=None, max_length=256)
     persona_id: str = "default"
     timestamp: str
     recent_messages: list[RecentMessage] = Field(default_factory=list)
     # From the reply model's tools (seed 000 §3): applied to the profile as given.
     key_facts: list[KeyFact] = Field(default_factory=list, max_length=10)
-    impression_update: str = Field(default="", max_length=500)
+    impression_update: Text = Field(default="", max_length=MAX_IMPRESSION_CHARS)
 
     @field_validator("request_id", "user_id", "persona_id", mode="before")
     @classmethod
@@ -87,18 +94,7 @@ class MemoryJob(BaseModel):
     @field_validator("chat_id", mode="before")
     @classmethod
     def _chat_id(cls, value: Any, info: ValidationInfo) -> str | None:
-        chat_type, user_id = info.data.get("chat_type"), info.data.get("user_id")
-        chat_id = None if value is None or value == "" else as_id(value, "chat_id")
-        if chat_type == "group" and chat_id is None:
-            raise ValueError("missing (required for a group chat)")
-        if chat_type == "private" and user_id is not None:
-            if chat_id is None:
-                return str(user_id)  # DESIGN.md: in a private chat, chat_id is the user's id
-            if chat_id != user_id:
-                raise ValueError(
-                    f"a private chat's id is the user's id ({user_id!r}), got {chat_id!r}"
-                )
-        return chat_id
+        return chat_id_of(value, info)
 
     @field_validator("timestamp", mode="before")
     @classmethod
@@ -113,7 +109,7 @@ class MemoryJob(BaseModel):
         limit = context_limit(info, "max_text_chars", 4000)
         if len(value) > limit:
             raise ValueError(f"is {len(value)} characters, over the limit of {limit}")
-        text = value.strip()
+        text = clean(value.strip(), multiline=True)
         if info.field_name == "new_info" and not text and not info.data.get("action_summary"):
             raise ValueError("empty, and so is action_summary: nothing to remember")
         return text
@@ -161,6 +157,25 @@ class MemoryJob(BaseModel):
         return "\n".join(part for part in (self.action_summary, self.new_info) if part)
 
 
+def cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def build_job(context: Mapping[str, Any], **fields: Any) -> MemoryJob:
+    """The one way the reply graph makes a memory job (hand-off, persona switch, tools):
+    texts cut to the deployment's limits, so whatever observe accepted becomes a job that
+    validates and can be stored. Raises like validation would for anything else."""
+    limit = int(context.get("max_text_chars", 4000))
+    fields["action_summary"] = cut(fields.get("action_summary", ""), limit)
+    fields["new_info"] = cut(fields.get("new_info", ""), limit)
+    fields["impression_update"] = cut(fields.get("impression_update", ""), MAX_IMPRESSION_CHARS)
+    recent = fields.get("recent_messages") or []
+    fields["recent_messages"] = [
+        {**m, "content": cut(m["content"], MAX_RECENT_CHARS)} for m in recent
+    ][-MAX_RECENT_MESSAGES:]
+    return MemoryJob.model_validate(fields, context=dict(context))
+
+
 class MemoryJobInput(TypedDict, total=False):
     """What a caller sends to the memory graph: one memory job (DESIGN.md)."""
 
@@ -181,7 +196,7 @@ class MemoryJobInput(TypedDict, total=False):
 
 
 class MemoryState(MemoryJobInput, total=False):
-    job: dict[str, Any]  # the validated MemoryJob, set by `rewrite`
+    job: MemoryJob  # validated once by intake (read it with current_job)
     persona_name: str
     text: str  # the latest rewrite (or the raw text when degraded)
     attempts: int  # rewrites done; the limit is Context.max_gate_attempts
@@ -200,3 +215,9 @@ class MemoryOutput(TypedDict, total=False):
     offending: list[str]
     profile: str
     variants: dict[str, str]
+
+
+def current_job(state: MemoryState) -> MemoryJob:
+    """The job as intake validated it (rebuilt, not validated again, from a dict)."""
+    job: Any = state["job"]
+    return job if isinstance(job, MemoryJob) else MemoryJob.model_construct(**job)

@@ -8,7 +8,16 @@ from typing import Annotated, Any, Literal, TypedDict
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from state.reducers import merge_dicts
-from state.validation import ChatTypeField, as_id, context_limit, context_tz, parse_timestamp
+from state.validation import (
+    ChatTypeField,
+    Line,
+    as_id,
+    chat_id_of,
+    clean,
+    context_limit,
+    context_tz,
+    parse_timestamp,
+)
 from stores.base import ChatScope
 
 ChatState = Literal["ABSENT", "CHAT", "FOCUSED"]
@@ -25,9 +34,9 @@ class ChatMessage(BaseModel):
     platform: str = Field(min_length=1, max_length=64)
     chat_type: ChatTypeField
     user_id: str  # before chat_id: a private chat's id defaults to it
-    user_name: str = Field(min_length=1, max_length=128)
+    user_name: Line = Field(min_length=1, max_length=128)
     chat_id: str | None = Field(default=None, validate_default=True)
-    chat_name: str | None = Field(default=None, max_length=256)
+    chat_name: Line | None = Field(default=None, max_length=256)
     content: str
     timestamp: str
     reply_to: str | None = None
@@ -42,12 +51,7 @@ class ChatMessage(BaseModel):
     @field_validator("chat_id", mode="before")
     @classmethod
     def _chat_id(cls, value: Any, info: ValidationInfo) -> str | None:
-        chat_id = None if value is None or value == "" else as_id(value, "chat_id")
-        if chat_id is None:
-            if info.data.get("chat_type") == "private" and info.data.get("user_id"):
-                return str(info.data["user_id"])  # DESIGN.md: a private chat's id is the user's
-            raise ValueError("missing (required for a group chat)")
-        return chat_id
+        return chat_id_of(value, info)
 
     @field_validator("reply_to", mode="before")
     @classmethod
@@ -75,7 +79,7 @@ class ChatMessage(BaseModel):
         limit = context_limit(info, "max_text_chars", 4000)
         if len(value) > limit:
             raise ValueError(f"is {len(value)} characters, over the limit of {limit}")
-        return value
+        return clean(value, multiline=True)
 
     @field_validator("timestamp", mode="before")
     @classmethod
@@ -120,7 +124,7 @@ class ReplyInput(TypedDict):
 
 class ReplyState(TypedDict, total=False):
     message: dict[str, Any]  # the raw input of this run
-    msg: dict[str, Any]  # validated (ChatMessage), set by observe
+    msg: ChatMessage  # the message, validated once by observe (read it with current_message)
     message_id: str
     stream: str
     # kept across runs on the thread (one chat stream)
@@ -164,3 +168,11 @@ class ReplyOutput(TypedDict, total=False):
     sticker: dict[str, str]
     handed_off: list[str]
     variants: dict[str, str]
+
+
+def current_message(state: ReplyState) -> ChatMessage:
+    """The run's message as observe validated it. A checkpoint read back by a strict
+    serializer may hold it as a dict: rebuilt without validating again (observe did, with
+    the deployment's limits)."""
+    msg: Any = state["msg"]
+    return msg if isinstance(msg, ChatMessage) else ChatMessage.model_construct(**msg)

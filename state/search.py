@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from state.validation import (
     ChatTypeField,
+    Text,
     as_id,
     context_tz,
     parse_timestamp,
@@ -20,7 +21,7 @@ from stores.base import EventQuery
 class SearchRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    query: str = Field(min_length=1, max_length=2000)
+    query: Text = Field(min_length=1, max_length=2000)
     platform: str = Field(min_length=1, max_length=64)
     chat_type: ChatTypeField
     chat_id: str

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime, tzinfo
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, BeforeValidator, ValidationError, ValidationInfo
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError, ValidationInfo
 
 MAX_ID_CHARS = 128
 EARLIEST = datetime(1990, 1, 1, tzinfo=UTC).timestamp()
@@ -57,6 +58,33 @@ def _known_chat_type(value: Any) -> Any:
 ChatTypeField = Annotated[Literal["group", "private"], BeforeValidator(_known_chat_type)]
 
 
+# NUL, C0/C1 control characters (but tab and newlines in text) and lone surrogates: no
+# backend stores them all (PostgreSQL refuses NUL, SQLite and JSON choke on surrogates).
+_NEVER = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+_BREAKS = re.compile("[\t\n\r]")
+
+
+def clean(text: str, *, multiline: bool) -> str:
+    """``text`` unchanged, or a ValueError naming the first character no store can keep."""
+    bad = _NEVER.search(text) or (None if multiline else _BREAKS.search(text))
+    if bad:
+        kind = "a lone surrogate" if "\ud800" <= bad.group() <= "\udfff" else "a control character"
+        raise ValueError(f"contains {kind} ({bad.group()!r}) at position {bad.start()}")
+    return text
+
+
+def _line(value: str) -> str:
+    return clean(value, multiline=False)
+
+
+def _text(value: str) -> str:
+    return clean(value, multiline=True)
+
+
+Line = Annotated[str, AfterValidator(_line)]  # names: one line, printable
+Text = Annotated[str, AfterValidator(_text)]  # what people say: newlines and tabs allowed
+
+
 def as_id(value: Any, field: str) -> str:
     """Ids arrive as strings or numbers from bots; store them as trimmed strings."""
     if isinstance(value, bool) or not isinstance(value, str | int):
@@ -66,9 +94,23 @@ def as_id(value: Any, field: str) -> str:
         raise ValueError("must not be empty")
     if len(text) > MAX_ID_CHARS:
         raise ValueError(f"is {len(text)} characters, over the limit of {MAX_ID_CHARS}")
-    if any(ch in text for ch in "\x00\n\r\t"):
-        raise ValueError("contains control characters")
-    return text
+    return clean(text, multiline=False)
+
+
+def chat_id_of(value: Any, info: ValidationInfo) -> str | None:
+    """DESIGN.md: a group needs its id; a private chat's id is the user's (it defaults to
+    it, and another id is refused, except on the bot's own messages fed back)."""
+    chat_type, user_id = info.data.get("chat_type"), info.data.get("user_id")
+    chat_id = None if value is None or value == "" else as_id(value, "chat_id")
+    if chat_type == "group" and chat_id is None:
+        raise ValueError("missing (required for a group chat)")
+    if chat_type == "private" and user_id is not None:
+        if chat_id is None:
+            return str(user_id)
+        bot = (info.context or {}).get("bot_id")
+        if chat_id != user_id and user_id != bot:
+            raise ValueError(f"a private chat's id is the user's id ({user_id!r}), got {chat_id!r}")
+    return chat_id
 
 
 def parse_timestamp(value: Any, tz: tzinfo) -> datetime:
@@ -78,7 +120,7 @@ def parse_timestamp(value: Any, tz: tzinfo) -> datetime:
     if isinstance(value, int | float) or (isinstance(value, str) and _is_number(value)):
         seconds = float(value)
         if not math.isfinite(seconds) or not EARLIEST <= seconds <= LATEST:
-            raise ValueError(f"epoch seconds {value!r} out of range")
+            raise ValueError(f"epoch seconds {value!r} out of range (1990 to 2200)")
         return datetime.fromtimestamp(seconds, tz)
     if not isinstance(value, str):
         raise ValueError(f"unparseable timestamp {value!r}")
@@ -88,7 +130,14 @@ def parse_timestamp(value: Any, tz: tzinfo) -> datetime:
         raise ValueError(
             f"unparseable timestamp {value!r} (expected ISO 8601 with offset or epoch seconds)"
         ) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=tz)
+    parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=tz)
+    try:
+        seconds = parsed.timestamp()
+    except (OverflowError, ValueError):
+        seconds = math.nan
+    if not EARLIEST <= seconds <= LATEST:
+        raise ValueError(f"timestamp {value!r} out of range (1990 to 2200)")
+    return parsed
 
 
 def _is_number(text: str) -> bool:

@@ -90,12 +90,13 @@ def test_search_batch_prints_one_list_per_line(cli: Any, tmp_path: Path) -> None
         ],
     )
     result = cli("search", "--batch", str(queries))
+    assert result.exit_code == 1  # after every line: two were refused
     first, second, third, fourth = lines(result.stdout)
     assert [h["id"] for h in first] == ["a"]
     assert second == []
     assert third["error"].startswith("line 3: search: from: unparseable timestamp")
     assert fourth == {
-        "error": "line 4: not valid JSON (Expecting property name enclosed in double quotes)"
+        "error": "line 4: not valid JSON (Expecting property name enclosed in double quotes, column 2)"
     }
 
 

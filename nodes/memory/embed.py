@@ -9,7 +9,7 @@ from langgraph.graph import END
 
 from nodes.deps import Deps
 from state.context import Context
-from state.memory import MemoryJob, MemoryState
+from state.memory import MemoryJob, MemoryState, current_job
 from stores.base import EventRecord
 
 MAX_CONTEXT_CHARS = 300
@@ -24,7 +24,7 @@ def reply_context(job: MemoryJob) -> str:
 
 
 def event_for(state: MemoryState) -> EventRecord:
-    job = MemoryJob.model_validate(state["job"])
+    job = current_job(state)
     return EventRecord(
         id=job.request_id,
         text=state["text"],
@@ -48,7 +48,7 @@ def embed(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
 
 
 def route_after_embed(state: MemoryState) -> str:
-    return "merge_profile" if state["job"].get("new_info") else END
+    return "merge_profile" if current_job(state).new_info else END
 
 
 VARIANTS = {"embed": {"default": embed}}

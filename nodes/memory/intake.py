@@ -25,7 +25,7 @@ def intake(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
     raw = {k: v for k, v in state.items() if k in JOB_FIELDS}
     job = validate_job(raw, deps)
     return {
-        "job": job.model_dump(mode="json"),
+        "job": job,
         "persona_name": deps.persona_name(job.persona_id),
         "text": "",
         "attempts": 0,

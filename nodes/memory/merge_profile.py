@@ -30,7 +30,7 @@ from nodes.memory.profile_change import (
 from nodes.memory.profile_rules import rules_change
 from nodes.prompt_blocks import DATA_HEADER, quoted
 from state.context import Context
-from state.memory import KeyFact, MemoryJob, MemoryState
+from state.memory import KeyFact, MemoryJob, MemoryState, current_job
 from stores.base import GroupProfile, ProfileChange
 
 log = logging.getLogger("groupmind.memory")
@@ -137,7 +137,7 @@ def llm_change(job: MemoryJob, update: ProfileUpdate, current: Current) -> Profi
 
 def merge_profile_llm(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
     assert deps.chat is not None  # checked when the variant was chosen
-    job = MemoryJob.model_validate(state["job"])
+    job = current_job(state)
     model = deps.chat.with_structured_output(
         ProfileUpdate, method="function_calling", include_raw=True
     )
@@ -159,7 +159,7 @@ def merge_profile_llm(state: MemoryState, ctx: Context, deps: Deps) -> dict[str,
 
 
 def merge_profile_rules(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
-    job = MemoryJob.model_validate(state["job"])
+    job = current_job(state)
     return {"profile": apply_with_retry(deps, job, lambda cur: rules_change(job, cur))}
 
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from nodes.deps import Deps
 from nodes.memory.lexicon import find_relative
 from state.context import Context
-from state.memory import MemoryJob, MemoryState
+from state.memory import MemoryJob, MemoryState, current_job
 
 log = logging.getLogger("groupmind.memory")
 
@@ -24,7 +24,7 @@ def known_names(state: MemoryState, job: MemoryJob) -> list[str]:
 
 
 def quality_gate(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
-    job = MemoryJob.model_validate(state["job"])
+    job = current_job(state)
     found = find_relative(state.get("text", ""), known_names(state, job))
     offending = list(dict.fromkeys(f.text for f in found))
     if not offending:

@@ -19,7 +19,7 @@ from nodes.deps import Deps
 from nodes.memory.absolute import Scene, absolutize
 from nodes.prompt_blocks import DATA_HEADER, quoted
 from state.context import Context
-from state.memory import MemoryJob, MemoryState
+from state.memory import MemoryJob, MemoryState, current_job
 from stores.text import has_cjk
 
 REWRITE_PROMPT = """你是一个旁观者（史官）。请将以下摘要改写为绝对视角。
@@ -51,7 +51,7 @@ def scene_description(job: MemoryJob, persona_name: str) -> str:
 
 
 def render_rewrite_prompt(state: MemoryState) -> str:
-    job = MemoryJob.model_validate(state["job"])
+    job = current_job(state)
     prompt = REWRITE_PROMPT.format(
         timestamp=job.timestamp,
         user_name=job.user_name,
@@ -108,7 +108,7 @@ def rules_parts(job: MemoryJob, persona: str) -> tuple[str, str]:
 
 
 def rewrite_rules(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
-    job = MemoryJob.model_validate(state["job"])
+    job = current_job(state)
     action, info = rules_parts(job, state.get("persona_name", job.persona_id))
     return {"text": join_sentences(action, info), "attempts": state.get("attempts", 0) + 1}
 

@@ -12,7 +12,7 @@ from langchain_core.embeddings import Embeddings
 
 from nodes.deps import Deps, need
 from state.context import Context
-from state.reply import ChatMessage, ReplyState
+from state.reply import ReplyState, current_message
 from stores.chroma import open_collection
 
 STICKERS = "stickers"
@@ -52,7 +52,7 @@ class StickerIndex:
 
 
 def emoji(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
-    msg = ChatMessage.model_validate(state["msg"])
+    msg = current_message(state)
     sticker = need(deps.stickers, "stickers").pick(msg.content)
     return {"sticker": sticker, "reply": f"[表情:{sticker['id']}] {sticker['description']}"}
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
 from nodes.deps import Deps, need
 from state.context import Context
-from state.reply import ChatMessage, PendingMessage, ReplyState
+from state.memory import MemoryJob, build_job
+from state.reply import ChatMessage, PendingMessage, ReplyState, current_message
 from stores.base import ContextUsage, StoredMessage
 
 log = logging.getLogger("groupmind.reply")
@@ -33,16 +35,18 @@ def jobs_from_buffer(
     pending: list[PendingMessage],
     msg: ChatMessage,
     persona_id: str,
+    context: Mapping[str, Any],
     *,
     answered_user: str | None = None,
     action: str = "",
-) -> list[dict[str, Any]]:
-    """One memory job per user who spoke in the buffer (the bot's own lines are context)."""
+) -> list[MemoryJob]:
+    """One memory job per user who spoke in the buffer (the bot's own lines are context),
+    built within the deployment's limits (``context``: ``Deps.validation``)."""
     if not pending:
         return []
     last_id = pending[-1]["message_id"]
     recent = [
-        {"user_id": p["user_id"], "user_name": p["user_name"], "content": p["content"][:500]}
+        {"user_id": p["user_id"], "user_name": p["user_name"], "content": p["content"]}
         for p in pending[-MAX_RECENT:]
     ]
     jobs = []
@@ -50,36 +54,38 @@ def jobs_from_buffer(
     for user_id in speakers:
         said = [p for p in pending if p["user_id"] == user_id]
         jobs.append(
-            {
-                "request_id": _request_id(msg.stream, persona_id, last_id, user_id),
-                "action_summary": action if user_id == answered_user else "",
-                "new_info": "\n".join(p["content"] for p in said)[:4000],
-                "user_id": user_id,
-                "user_name": said[-1]["user_name"],
-                "platform": msg.platform,
-                "chat_type": msg.chat_type,
-                "chat_id": msg.scope_chat_id,
-                "chat_name": msg.chat_name,
-                "persona_id": persona_id,
-                "timestamp": said[-1]["timestamp"],
-                "recent_messages": [r for r in recent if r["user_id"] != user_id] or recent,
-            }
+            build_job(
+                context,
+                request_id=_request_id(msg.stream, persona_id, last_id, user_id),
+                action_summary=action if user_id == answered_user else "",
+                new_info="\n".join(p["content"] for p in said),
+                user_id=user_id,
+                user_name=said[-1]["user_name"],
+                platform=msg.platform,
+                chat_type=msg.chat_type,
+                chat_id=msg.scope_chat_id,
+                chat_name=msg.chat_name,
+                persona_id=persona_id,
+                timestamp=said[-1]["timestamp"],
+                recent_messages=[r for r in recent if r["user_id"] != user_id] or recent,
+            )
         )
     return jobs
 
 
-def enqueue(deps: Deps, msg: ChatMessage, jobs: list[dict[str, Any]]) -> list[str]:
-    """Queue jobs of this message's chat (their person is the job's user)."""
+def enqueue(deps: Deps, jobs: list[MemoryJob]) -> list[str]:
+    """Queue jobs (their chat and person kept beside them, for forget)."""
     queue = need(deps.jobs, "jobs")
     for job in jobs:
-        queue.enqueue(job["request_id"], job, scope=msg.scope, user_id=job["user_id"])
+        payload = job.model_dump(mode="json")
+        queue.enqueue(job.request_id, payload, scope=job.scope, user_id=job.user_id)
     if jobs:
         deps.on_job()
-    return [job["request_id"] for job in jobs]
+    return [job.request_id for job in jobs]
 
 
 def hand_off(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
-    msg = ChatMessage.model_validate(state["msg"])
+    msg = current_message(state)
     action = state.get("action", "no_reply")
     pending = list(state.get("pending", []))
     persona_id = state.get("persona_id", msg.persona_id)
@@ -91,13 +97,15 @@ def hand_off(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
         pending.append(bot_line)
         # A template reply says nothing worth remembering; a model's reply does.
         summary = "" if said.startswith(TEMPLATE_LABELS) else f"我回复了{msg.user_name}：“{said}”"
-        jobs = jobs_from_buffer(pending, msg, persona_id, answered_user=msg.user_id, action=summary)
+        jobs = jobs_from_buffer(
+            pending, msg, persona_id, deps.validation, answered_user=msg.user_id, action=summary
+        )
         deps.background.submit(_record_usage, deps, state, msg, said)
     elif len(pending) >= deps.chat_rules.buffer_max:
-        jobs = jobs_from_buffer(pending, msg, persona_id)
+        jobs = jobs_from_buffer(pending, msg, persona_id, deps.validation)
     else:
         return {**out, "pending": pending}
-    out["handed_off"] += enqueue(deps, msg, jobs)
+    out["handed_off"] += enqueue(deps, jobs)
     return {**out, "pending": []}
 
 

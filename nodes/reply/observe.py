@@ -86,7 +86,7 @@ def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     persona_id = msg.persona_id
     previous = state.get("persona_id")
     if previous and previous != persona_id and pending:
-        out["handed_off"] = enqueue(deps, msg, jobs_from_buffer(pending, msg, previous))
+        out["handed_off"] = enqueue(deps, jobs_from_buffer(pending, msg, previous, deps.validation))
         pending = []
 
     from_self = msg.user_id == deps.bot_id
@@ -140,7 +140,7 @@ def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     chat_state: Literal["ABSENT", "CHAT", "FOCUSED"] = state.get("chat_state", "ABSENT")
     return {
         **out,
-        "msg": msg.model_dump(mode="json"),
+        "msg": msg,
         "message_id": msg.message_id,
         "stream": msg.stream,
         "observed_seq": stored.seq,

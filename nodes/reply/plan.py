@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 from nodes.deps import Deps, need
 from nodes.prompt_blocks import DATA_HEADER, quoted
 from state.context import Context
-from state.reply import Action, ChatMessage, ChatState, ReplyState
+from state.reply import Action, ChatState, ReplyState, current_message
 
 EMOJI_SHARE = 0.25  # of the replies chance taken as a sticker instead of words
 
@@ -142,7 +142,7 @@ def plan_llm(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
         ):
             return "no_reply", "chat is ABSENT and nobody addressed the bot"
         assert deps.chat is not None  # checked when the variant was chosen
-        msg = ChatMessage.model_validate(state["msg"])
+        msg = current_message(state)
         system = PLAN_PROMPT.format(
             persona=deps.persona_name(state.get("persona_id", msg.persona_id)),
             chat_state=state.get("chat_state", "ABSENT"),

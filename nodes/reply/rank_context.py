@@ -22,7 +22,7 @@ from typing import Any
 from nodes.deps import Deps, need
 from nodes.settings import RankSettings
 from state.context import Context
-from state.reply import ChatMessage, ReplyState
+from state.reply import ReplyState, current_message
 from stores.base import MessageStore, StoredMessage
 
 log = logging.getLogger("groupmind.reply")
@@ -194,7 +194,7 @@ def select(ranked: list[tuple[StoredMessage, float]], rank: RankSettings) -> lis
 
 
 def _trigger(state: ReplyState, store: MessageStore) -> StoredMessage:
-    msg = ChatMessage.model_validate(state["msg"])
+    msg = current_message(state)
     got = store.get(msg.stream, msg.persona_id, [msg.message_id])
     if not got:
         raise LookupError(f"message {msg.message_id} was not stored by observe")

@@ -18,7 +18,7 @@ from nodes.deps import Deps, need
 from nodes.reply.observe import without_addressing
 from nodes.reply.tools import make_tools
 from state.context import Context
-from state.reply import ChatMessage, ReplyState
+from state.reply import ChatMessage, ReplyState, current_message
 from stores.base import profile_view
 from stores.text import terms
 
@@ -63,7 +63,7 @@ def build_messages(deps: Deps, state: ReplyState, msg: ChatMessage) -> list[Base
 
 def reply_llm(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     assert deps.chat is not None  # checked when the variant was chosen
-    msg = ChatMessage.model_validate(state["msg"])
+    msg = current_message(state)
     tools = {t.name: t for t in make_tools(deps, msg, state.get("persona_id", msg.persona_id))}
     model = deps.chat.bind_tools(list(tools.values()))
     messages = build_messages(deps, state, msg)
@@ -97,7 +97,7 @@ def recalled_line(question: str, texts: list[str], names: set[str]) -> str | Non
 
 
 def reply_rules(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
-    msg = ChatMessage.model_validate(state["msg"])
+    msg = current_message(state)
     remembered = [e.text for e in deps.events.get(state.get("memory_ids", []))]
     store = need(deps.messages, "messages")
     names = {

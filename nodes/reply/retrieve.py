@@ -13,14 +13,14 @@ from nodes.deps import Deps
 from nodes.prompt_blocks import render_memory_block, render_relation_block
 from nodes.reply.observe import without_addressing
 from state.context import Context
-from state.reply import ChatMessage, ReplyState
+from state.reply import ReplyState, current_message
 from stores.base import EventQuery, profile_view
 
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="retrieve")
 
 
 def retrieve(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
-    msg = ChatMessage.model_validate(state["msg"])
+    msg = current_message(state)
     persona_id = state.get("persona_id", msg.persona_id)
     addressing = {deps.persona_name(persona_id), deps.bot_id}
     query = EventQuery(

@@ -18,13 +18,14 @@ from datetime import datetime
 from typing import Any, Literal
 
 from langchain_core.tools import BaseTool, StructuredTool
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from nodes.deps import Deps, need
 from nodes.prompt_blocks import where_learned
 from nodes.reply.hand_off import enqueue
+from state.memory import build_job
 from state.reply import ChatMessage
-from state.validation import parse_timestamp
+from state.validation import describe_validation_error, parse_timestamp
 from stores.base import EventQuery, profile_view
 
 log = logging.getLogger("groupmind.reply")
@@ -155,7 +156,7 @@ def make_tools(deps: Deps, msg: ChatMessage, persona_id: str) -> list[BaseTool]:
     def _queue(user_id: str, user_name: str, new_info: str, extra: dict[str, Any]) -> str:
         if user_id not in members:
             return _json({"error": "只能记录本聊天里的人"})
-        job = {
+        fields = {
             "action_summary": "",
             "new_info": new_info,
             "user_id": user_id,
@@ -168,8 +169,11 @@ def make_tools(deps: Deps, msg: ChatMessage, persona_id: str) -> list[BaseTool]:
             "timestamp": msg.timestamp,
             **extra,
         }
-        job = {"request_id": tool_request_id(job), **job}
-        enqueue(deps, msg, [job])
+        try:
+            job = build_job(deps.validation, request_id=tool_request_id(fields), **fields)
+        except ValidationError as exc:  # the model's arguments: say so, store nothing
+            return _json({"error": describe_validation_error(exc)})
+        enqueue(deps, [job])
         return _json({"ok": True, "saved": "已记下，后台处理"})
 
     def update_user_impression(user_id: str, user_name: str, impression_update: str) -> str:

@@ -212,13 +212,14 @@ def test_jobs_from_buffer_one_per_speaker() -> None:
             "from_bot": True,
         },
     ]
-    jobs = jobs_from_buffer(pending, msg, "default", answered_user="u1", action="我回复了小明")
-    assert [(j["user_id"], j["new_info"], j["action_summary"]) for j in jobs] == [
+    ctx = {"max_text_chars": 4000}
+    jobs = jobs_from_buffer(pending, msg, "default", ctx, answered_user="u1", action="我回复了小明")
+    assert [(j.user_id, j.new_info, j.action_summary) for j in jobs] == [
         ("u1", "我明天去北京", "我回复了小明"),
         ("u2", "带点特产", ""),
     ]
     assert jobs == jobs_from_buffer(
-        pending, msg, "default", answered_user="u1", action="我回复了小明"
+        pending, msg, "default", ctx, answered_user="u1", action="我回复了小明"
     )  # stable ids
 
 
