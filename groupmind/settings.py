@@ -95,7 +95,12 @@ class Settings(BaseSettings):
     job_max_attempts: int = Field(default=10, ge=1)
     job_backoff_base_s: float = Field(default=2.0, gt=0)
     job_backoff_max_s: float = Field(default=600.0, gt=0)
-    job_lease_s: float = Field(default=300.0, gt=0)
+    job_lease_s: float = Field(
+        default=10.0,
+        gt=0,
+        description="a running job's lease, renewed by its worker's heartbeat every third of "
+        "it: a dead worker's job is taken up again within this",
+    )
     keep_checkpoints: bool = Field(
         default=False, description="keep a memory job's checkpoints after it is done"
     )

@@ -4,6 +4,10 @@ Each job is one graph run on thread = request id, checkpointed with ``durability
 so a process killed mid-run resumes at the step that did not finish. A model, embedding or
 Chroma error leaves the job queued with its error and a retry time (exponential backoff);
 after ``job_max_attempts`` it is marked ``failed`` and kept for an operator.
+
+Leases are short and renewed by a heartbeat while a job runs, so the job of a worker that
+died is taken up again within a lease. When the queue itself is unreachable (the database
+is down), ``serve`` backs off and tries again; it never exits for it.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -101,14 +106,15 @@ class MemoryWorker:
             "metadata": {"request_id": row.request_id, "variants": dict(self.context.variants)},
         }
         try:
-            pending = self.graph.get_state(config).next
-            # A run that stopped mid-way (error or kill -9) resumes at the unfinished step.
-            out = self.graph.invoke(
-                None if pending else row.payload,
-                config,
-                context=self.context,
-                durability="sync",
-            )
+            with self._heartbeat(row.request_id):
+                pending = self.graph.get_state(config).next
+                # A run that stopped mid-way (error or kill -9) resumes at the unfinished step.
+                out = self.graph.invoke(
+                    None if pending else row.payload,
+                    config,
+                    context=self.context,
+                    durability="sync",
+                )
         except InputError as exc:  # the payload itself is bad: retrying cannot help
             self.jobs.fail(row.request_id, str(exc), retry_at=None)
             return Outcome(row.request_id, "failed", error=str(exc), attempts=row.attempts)
@@ -125,8 +131,34 @@ class MemoryWorker:
         self.jobs.complete(row.request_id, outcome.as_json())
         if not self.settings.keep_checkpoints and self.graph.checkpointer is not None:
             # The outcome is durable in the queue; the run's steps are only needed to resume.
-            self.graph.checkpointer.delete_thread(row.request_id)  # type: ignore[union-attr]
+            try:
+                self.graph.checkpointer.delete_thread(row.request_id)  # type: ignore[union-attr]
+            except Exception:  # noqa: BLE001 - a leftover checkpoint is harmless
+                log.warning("could not prune the checkpoints of %s", row.request_id, exc_info=True)
         return outcome
+
+    @contextmanager
+    def _heartbeat(self, request_id: str) -> Iterator[None]:
+        """Renew the job's lease every third of it while the job runs."""
+        lease = self.settings.job_lease_s
+        stop = threading.Event()
+
+        def beat() -> None:
+            while not stop.wait(max(0.5, lease / 3)):
+                try:
+                    if not self.jobs.renew(request_id, self.worker_id, lease_s=lease):
+                        log.warning("memory job %s: lease lost to another worker", request_id)
+                        return
+                except Exception:  # noqa: BLE001 - the queue may be down; the job goes on
+                    log.warning("memory job %s: could not renew the lease", request_id)
+
+        thread = threading.Thread(target=beat, name=f"heartbeat-{request_id}", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
 
     def _failed(self, row: JobRow, exc: Exception) -> Outcome:
         error = f"{type(exc).__name__}: {exc}"
@@ -152,8 +184,25 @@ class MemoryWorker:
                 on_done(outcome)
         return done
 
-    def serve(self, stop: threading.Event, poll_s: float = 1.0) -> None:
-        """Poll the queue until ``stop`` is set (``groupmind worker``)."""
+    def serve(
+        self, stop: threading.Event, poll_s: float = 1.0, max_backoff_s: float = 30.0
+    ) -> None:
+        """Poll the queue until ``stop`` is set (``groupmind worker``). A lost database,
+        Chroma or model never ends it: it logs, waits (doubling, up to ``max_backoff_s``)
+        and tries again; the job it held is taken up again when its lease runs out."""
+        backoff = 0.0
         while not stop.is_set():
-            if self.run_next() is None:
+            try:
+                ran = self.run_next() is not None
+            except Exception as exc:  # noqa: BLE001 - a dependency is down: wait, retry
+                backoff = min(max_backoff_s, max(poll_s, backoff * 2))
+                log.warning(
+                    "memory worker: %s: %s; retrying in %.0f s", type(exc).__name__, exc, backoff
+                )
+                stop.wait(backoff)
+                continue
+            if backoff:
+                log.warning("memory worker: reconnected")
+                backoff = 0.0
+            if not ran:
                 stop.wait(poll_s)

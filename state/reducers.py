@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 V = TypeVar("V")
 
@@ -10,3 +10,12 @@ V = TypeVar("V")
 def merge_dicts(left: dict[str, V] | None, right: dict[str, V] | None) -> dict[str, V]:
     """Right wins key by key; used for the record of which variant filled each slot."""
     return {**(left or {}), **(right or {})}
+
+
+def inbox(left: list[Any] | None, right: Any) -> list[Any]:
+    """Input messages wait here until observe takes them (it clears the list with
+    ``Overwrite``): a run cut short by a newer message (double-texting) leaves its message
+    for the next run instead of losing it. A value from before the inbox (a dict) was
+    already observed, and is dropped."""
+    waiting = left if isinstance(left, list) else []
+    return [*waiting, *right] if isinstance(right, list) else [*waiting, right]

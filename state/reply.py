@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from state.reducers import merge_dicts
+from state.reducers import inbox, merge_dicts
 from state.validation import (
     ChatTypeField,
     Line,
@@ -123,7 +123,7 @@ class ReplyInput(TypedDict):
 
 
 class ReplyState(TypedDict, total=False):
-    message: dict[str, Any]  # the raw input of this run
+    message: Annotated[list[Any], inbox]  # raw inputs not yet observed (the run's is last)
     msg: ChatMessage  # the message, validated once by observe (read it with current_message)
     message_id: str
     stream: str
@@ -134,6 +134,8 @@ class ReplyState(TypedDict, total=False):
     interest_at: float  # when interest was last updated, for its decay
     persona_id: str  # the persona currently speaking in this chat
     pending: list[PendingMessage]  # since the last memory hand-off
+    seen_ids: list[str]  # the latest messages observe took (a redelivery is not taken twice)
+    seen_seq: int  # the store's newest seq observe took: later ones were left by lost runs
     # this run
     observed_seq: int
     from_self: bool  # the bot's own message, fed back: store only
@@ -148,6 +150,7 @@ class ReplyState(TypedDict, total=False):
     context_fallback: str  # why the most recent messages were used instead, if they were
     replans: int
     replan: bool  # plan saw newer messages: rank and plan again
+    duplicate: bool  # this message was observed before (a redelivery): nothing to do
     action: Action
     reason: str
     reply: str

@@ -428,6 +428,10 @@ class JobQueue(Protocol):
         """Take the next due job (or a running one whose lease ran out after a crash)."""
         ...
 
+    def renew(self, request_id: str, worker: str, *, lease_s: float) -> bool:
+        """Extend a running job's lease (the worker's heartbeat); False if it lost it."""
+        ...
+
     def complete(self, request_id: str, result: dict[str, Any]) -> None: ...
     def fail(self, request_id: str, error: str, *, retry_at: float | None) -> None:
         """Record an error: back to ``queued`` until ``retry_at``, or ``failed`` if None."""

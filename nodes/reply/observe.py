@@ -11,10 +11,13 @@ import re
 from collections.abc import Collection
 from typing import Any, Literal
 
+from langgraph.types import Overwrite
+
 from nodes.deps import Deps, need
+from nodes.reply.arrivals import Seen, catch_up, pending_of, stored_message
 from nodes.reply.hand_off import enqueue, jobs_from_buffer
 from state.context import Context
-from state.reply import ChatMessage, PendingMessage, ReplyState
+from state.reply import ChatMessage, ReplyState
 from state.validation import InputError, validated
 from stores.base import StoredMessage
 
@@ -35,6 +38,7 @@ FRESH: dict[str, Any] = {
     "action": "no_reply", "reason": "", "reply": "", "sticker": {}, "context_ids": [],
     "ranked": [], "memory_ids": [], "relation_block": "", "memory_block": "",
     "context_fallback": "", "replans": 0, "replan": False, "tool_calls": [], "handed_off": [],
+    "duplicate": False, "from_self": False,
 }  # fmt: skip
 
 
@@ -71,7 +75,9 @@ def decayed(interest: float, since: float | None, now: float, half_life_s: float
 
 
 def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
-    msg = validate_message(state.get("message"), deps)
+    waiting: Any = state.get("message")
+    inbox = list(waiting) if isinstance(waiting, list) else [waiting]  # the run's own is last
+    msg = validate_message(inbox[-1] if inbox else None, deps)
     held = state.get("stream")
     if held and held != msg.stream:
         # A thread is one chat's: its buffer must never be filed under another chat.
@@ -81,13 +87,18 @@ def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
             "messages on that chat's own thread",
         )
     store = need(deps.messages, "messages")
-    out: dict[str, Any] = dict(FRESH)
+    seen = Seen(state)
+    out: dict[str, Any] = {**FRESH, "message": Overwrite([]), "msg": msg}
+    if msg.message_id in seen:  # a redelivery: it was taken, answered and handed on before
+        return {**out, "message_id": msg.message_id, "duplicate": True,
+                "reason": "already observed: a redelivered message"}  # fmt: skip
     pending = list(state.get("pending", []))
     persona_id = msg.persona_id
     previous = state.get("persona_id")
     if previous and previous != persona_id and pending:
         out["handed_off"] = enqueue(deps, jobs_from_buffer(pending, msg, previous, deps.validation))
         pending = []
+    pending += catch_up(inbox[:-1], msg, store, seen, deps)
 
     from_self = msg.user_id == deps.bot_id
     if not from_self:
@@ -98,23 +109,8 @@ def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     mentions = [m for m in mentions if m != msg.user_id]
     parent = store.get(msg.stream, persona_id, [msg.reply_to]) if msg.reply_to else []
     reply_to_bot = bool(parent) and (parent[0].from_bot or parent[0].user_id == deps.bot_id)
-    stored = store.add(
-        StoredMessage(
-            stream=msg.stream,
-            message_id=msg.message_id,
-            platform=msg.platform,
-            chat_type=msg.chat_type,
-            chat_id=msg.scope_chat_id,
-            user_id=msg.user_id,
-            user_name=msg.user_name,
-            content=msg.content,
-            timestamp=msg.when.timestamp(),
-            reply_to=msg.reply_to,
-            mentions=mentions,
-            persona_id=persona_id,
-            from_bot=from_self,
-        )
-    )
+    stored = store.add(stored_message(msg, mentions, from_bot=from_self))
+    seen.add(msg.message_id, stored.seq)
     addressed = not from_self and (deps.bot_id in mentions or msg.chat_type == "private")
     question = bool(_QUESTION.search(msg.content.strip()))
     now = msg.when.timestamp()
@@ -127,20 +123,11 @@ def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     if not from_self:
         interest += INTEREST_MENTION * addressed + INTEREST_REPLY_TO_BOT * reply_to_bot
         interest += INTEREST_QUESTION * question + INTEREST_TOPIC * _on_topic(state, stored)
-    pending.append(
-        PendingMessage(
-            message_id=msg.message_id,
-            user_id=msg.user_id,
-            user_name=msg.user_name,
-            content=msg.content,
-            timestamp=msg.timestamp,
-            from_bot=from_self,
-        )
-    )
+    pending.append(pending_of(msg, deps, from_bot=from_self))
     chat_state: Literal["ABSENT", "CHAT", "FOCUSED"] = state.get("chat_state", "ABSENT")
     return {
         **out,
-        "msg": msg,
+        **seen.as_state(),
         "message_id": msg.message_id,
         "stream": msg.stream,
         "observed_seq": stored.seq,
@@ -164,7 +151,7 @@ def _on_topic(state: ReplyState, stored: StoredMessage) -> bool:
 
 
 def route_after_observe(state: ReplyState) -> str | list[str]:
-    if state.get("from_self"):
+    if state.get("from_self") or state.get("duplicate"):
         return "__end__"  # the bot's own message, fed back: stored, nothing to decide
     woken = state.get("addressed") or state.get("reply_to_bot")
     if state.get("chat_state") == "ABSENT" and not woken:

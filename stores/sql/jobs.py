@@ -108,6 +108,21 @@ class SqlJobQueue:
                 return self.get(found.request_id)
         return None
 
+    def renew(self, request_id: str, worker: str, *, lease_s: float) -> bool:
+        """Extend a running job's lease (a worker's heartbeat); False when it holds it no more."""
+        now = self.clock()
+        with self.engine.begin() as conn:
+            renewed = conn.execute(
+                update(MemoryJobRow)
+                .where(
+                    MemoryJobRow.request_id == request_id,
+                    MemoryJobRow.locked_by == worker,
+                    MemoryJobRow.status == "running",
+                )
+                .values(lease_until=now + lease_s, updated_at=now)
+            ).rowcount
+        return bool(renewed == 1)
+
     def complete(self, request_id: str, result: dict[str, Any]) -> None:
         self._finish(request_id, status="done", result=result, last_error=None)
 

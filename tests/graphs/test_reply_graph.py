@@ -10,7 +10,8 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from nodes.deps import Deps
-from nodes.reply.observe import observe
+from nodes.reply.arrivals import stored_message
+from nodes.reply.observe import observe, validate_message
 from state.context import Context
 from state.validation import InputError
 from stores.base import EventRecord, Persona
@@ -277,3 +278,48 @@ def test_a_thread_named_by_its_stream_alone_is_adopted_by_the_bots_thread(deps: 
     job = deps.jobs.get(out["handed_off"][0])  # type: ignore[union-attr]
     assert job is not None and "升级前没说完的话" in job.payload["new_info"]  # nothing lost
     assert chat.graph.get_state(legacy).values == {}
+
+
+def pending_ids(chat: Chat, msg: dict[str, Any]) -> list[str]:
+    return [p["message_id"] for p in chat.state(msg).get("pending", [])]
+
+
+def test_a_redelivered_message_is_taken_once(deps: Deps) -> None:
+    chat = Chat(deps)
+    first = message("我下周去北京")
+    chat.send(first)
+    again = chat.send(first)  # the bot delivers it again (a retry after a crash, say)
+    assert again["action"] == "no_reply" and "redelivered" in again["reason"]
+    assert pending_ids(chat, first) == [first["message_id"]]
+
+
+def test_a_message_whose_run_was_cut_short_is_taken_by_the_next(deps: Deps) -> None:
+    chat = Chat(deps)
+    first, second = message("第一条：被打断的那次运行"), message("第二条")
+    chat.graph.invoke({"message": first}, chat.config(first), context=chat.context,
+                      interrupt_before=["observe"])  # fmt: skip
+    assert chat.state(first)["message"] == [first]  # waiting in the inbox, not lost
+    chat.send(second)
+    assert pending_ids(chat, second) == [first["message_id"], second["message_id"]]
+    stored = deps.messages.get("qq:group:1001", "default", [first["message_id"]])  # type: ignore[union-attr]
+    assert stored and stored[0].content == first["content"]
+
+
+def test_a_message_stored_by_a_lost_run_joins_the_buffer(deps: Deps) -> None:
+    chat = Chat(deps)
+    chat.send(message("开场"))
+    lost = message("这条的运行被 kill -9 了，检查点没存下")
+    deps.messages.add(stored_message(validate_message(lost, deps), [], from_bot=False))  # type: ignore[union-attr]
+    later = message("下一条")
+    chat.send(later)
+    assert pending_ids(chat, later)[-2:] == [lost["message_id"], later["message_id"]]
+
+
+def test_a_refused_message_does_not_block_the_thread(deps: Deps) -> None:
+    chat = Chat(deps)
+    bad = message("坏消息", timestamp="9999-01-01T00:00:00+00:00")
+    with pytest.raises(InputError, match="out of range"):
+        chat.graph.invoke({"message": bad}, chat.config(bad), context=chat.context)
+    good = message("好消息")
+    assert chat.send(good)["message_id"] == good["message_id"]
+    assert pending_ids(chat, good) == [good["message_id"]]

@@ -58,7 +58,7 @@ def test_observe_stores_detects_and_raises_interest(deps: Deps) -> None:
     assert first["question"] and not first["addressed"] and first["interest"] == pytest.approx(0.15)
     deps.messages.add(stored("bot-1", "bot", 1_795_000_001.0))  # type: ignore[union-attr]
     answer = message("谢谢，那我试试", reply_to="bot-1")
-    out = observe({"message": answer, **first}, Context(), deps)  # type: ignore[arg-type]
+    out = observe({**first, "message": answer}, Context(), deps)  # type: ignore[arg-type]
     assert out["reply_to_bot"] and out["observed_seq"] > first["observed_seq"]
     assert [p["content"] for p in out["pending"]] == ["有人在吗？", "谢谢，那我试试"]
     assert deps.messages.get("qq:group:1001", "default", [answer["message_id"]])[0].keywords  # type: ignore[union-attr]
@@ -68,11 +68,11 @@ def test_a_thread_refuses_another_chats_message_and_stores_nothing(deps: Deps) -
     first = observe({"message": message("群一的消息")}, Context(), deps)  # type: ignore[arg-type]
     stray = message("群二的秘密", chat_id="2002")
     with pytest.raises(InputError, match="'qq:group:2002' is not this thread's"):
-        observe({"message": stray, **first}, Context(), deps)  # type: ignore[arg-type]
+        observe({**first, "message": stray}, Context(), deps)  # type: ignore[arg-type]
     assert deps.messages.get("qq:group:2002", "default", [stray["message_id"]]) == []  # type: ignore[union-attr]
     lark = message("飞书同号群", platform="lark")
     with pytest.raises(InputError, match="'lark:group:1001' is not this thread's"):
-        observe({"message": lark, **first}, Context(), deps)  # type: ignore[arg-type]
+        observe({**first, "message": lark}, Context(), deps)  # type: ignore[arg-type]
 
 
 def test_a_personas_conversation_is_its_own_in_the_message_store(deps: Deps) -> None:
