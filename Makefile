@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint bench bench-locomo bench-irc bench-latency bench-leaks clean
+.PHONY: setup demo test lint bench bench-locomo bench-irc bench-latency bench-leaks bench-faults clean
 
 $(UV):
 	$(PY) -m venv .tools
@@ -29,7 +29,7 @@ test: lint
 	$(BIN)/pytest
 
 # Benchmarks: figures printed with the machine noted; not part of `make test`.
-bench: bench-locomo bench-irc bench-latency bench-leaks
+bench: bench-locomo bench-irc bench-latency bench-leaks bench-faults
 
 bench-locomo: setup
 	$(BIN)/python -m benchmarks.locomo $(ARGS)
@@ -45,3 +45,6 @@ bench-latency: setup
 
 bench-leaks: setup
 	$(BIN)/python -m benchmarks.leaks $(ARGS)
+
+bench-faults: setup
+	$(BIN)/python -m benchmarks.faults $(ARGS)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -65,9 +66,17 @@ def _postgres(url: str) -> BaseCheckpointSaver[str]:
     )
     saver = PostgresSaver(pool, serde=serde())
     with pool.connection() as conn:
-        conn.execute("SELECT pg_advisory_lock(%s)", (_SETUP_LOCK,))
+        # Polled, not waited on: a session blocked in pg_advisory_lock holds a snapshot,
+        # and the setup's CREATE INDEX CONCURRENTLY would wait for it (a deadlock).
+        while not _try_lock(conn):
+            time.sleep(0.2)
         try:
             saver.setup()
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
     return saver
+
+
+def _try_lock(conn: Any) -> bool:
+    row = conn.execute("SELECT pg_try_advisory_lock(%s) AS got", (_SETUP_LOCK,)).fetchone()
+    return bool(row and row["got"])

@@ -280,16 +280,28 @@ def worker(
     once: Annotated[bool, typer.Option("--once", help="Run what is due, then exit")] = False,
     poll: Annotated[float, typer.Option(help="Seconds between polls")] = 1.0,
 ) -> None:
-    """Process queued memory jobs (retries with backoff) until interrupted."""
+    """Process queued memory jobs (retries with backoff) until interrupted. A database,
+    Chroma server or model that is down, at start or later, is waited for."""
     from groupmind.session import open_session
 
-    session = open_session(STATE.settings)
     if once:
+        session = open_session(STATE.settings)
         done = session.worker.drain(lambda o: _emit(o.as_json()))
         err.print(f"{len(done)} job(s) processed; queue: {session.jobs.counts()}")
         return
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    backoff = poll
+    while True:
+        try:
+            session = open_session(STATE.settings)
+            break
+        except Exception as exc:  # noqa: BLE001 - a dependency is down: wait for it
+            err.print(f"[yellow]worker start: {type(exc).__name__}: {exc}; retrying in "
+                      f"{backoff:.0f} s[/yellow]")  # fmt: skip
+            if stop.wait(backoff):
+                return
+            backoff = min(30.0, backoff * 2)
     err.print(f"worker {session.worker.worker_id} polling every {poll}s (Ctrl-C to stop)")
     try:
         session.worker.serve(stop, poll)

@@ -83,8 +83,9 @@ def _message(content: str = "", calls: list[dict[str, Any]] | None = None) -> di
 
 
 @contextmanager
-def serve(script: Script | None = None) -> Iterator[StandIn]:
-    """A running stand-in on a free port of 127.0.0.1; ``standin.url`` is its base URL."""
+def serve(script: Script | None = None, port: int = 0) -> Iterator[StandIn]:
+    """A running stand-in on 127.0.0.1 (a free port unless one is given); ``standin.url``
+    is its base URL."""
     standin = StandIn(script or Script())
 
     class Handler(BaseHTTPRequestHandler):
@@ -104,7 +105,7 @@ def serve(script: Script | None = None) -> Iterator[StandIn]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True
     standin.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
     thread = threading.Thread(target=server.serve_forever, daemon=True)

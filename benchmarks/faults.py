@@ -1,0 +1,52 @@
+"""The fault suite at larger N (``tests/faults.py``): real processes killed with SIGKILL,
+a throwaway PostgreSQL cluster stopped hard, a `chroma run` server and an OpenAI-compatible
+endpoint taken down and brought back. A table: fault, N, lost, stored twice, time to
+drain, process alive.
+
+    make bench-faults
+    make bench-faults ARGS="--jobs 100 --kills 10"
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.console import Console
+from rich.table import Table
+
+from benchmarks.common import machine
+from tests import faults
+
+console = Console(width=160)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=400, help="memory jobs per worker fault")
+    parser.add_argument("--kills", type=int, default=30, help="SIGKILLs of the worker")
+    parser.add_argument("--messages", type=int, default=200, help="messages per bot fault")
+    parser.add_argument("--bot-kills", type=int, default=10)
+    args = parser.parse_args()
+    console.print(f"machine: {machine()}")
+    scenarios = [
+        lambda: faults.worker_kill9(args.jobs, args.kills),
+        lambda: faults.worker_postgres_restart(args.jobs),
+        lambda: faults.worker_chroma_restart(args.jobs),
+        lambda: faults.worker_model_outage(args.jobs // 4),
+        lambda: faults.bot_kill9(args.messages, args.bot_kills),
+        lambda: faults.bot_postgres_restart(args.messages),
+    ]
+    table = Table("fault", "N", "lost", "stored twice", "time to drain (s)", "process alive")
+    failed = False
+    for run in scenarios:
+        result = run()
+        table.add_row(*result.row())
+        console.print(f"{result.fault}: {result.row()[2:]}")
+        failed |= (result.lost, result.twice, result.alive) != (0, 0, True)
+    console.print(table)
+    if failed:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
