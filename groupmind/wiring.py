@@ -32,6 +32,7 @@ from stores.sql import (
     SqlMessageStore,
     SqlPersonaStore,
     SqlProfileStore,
+    SqlRunInbox,
     make_engine,
     migrate,
 )
@@ -110,6 +111,7 @@ def build_deps(
         "chat_states": SqlChatStates(engine),
         "context_usage": SqlContextUsage(engine),
         "jobs": SqlJobQueue(engine),
+        "run_inbox": SqlRunInbox(engine),
         "stickers": StickerIndex(client, embeddings, model),
         "bot_id": settings.bot_id,
         "rank": settings.rank,

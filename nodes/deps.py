@@ -23,6 +23,7 @@ from stores.base import (
     MessageStore,
     PersonaStore,
     ProfileStore,
+    RunInbox,
     Sharing,
     Stickers,
 )
@@ -95,6 +96,7 @@ class Deps:
     chat_states: ChatStateRegistry | None = None
     context_usage: ContextUsageStore | None = None
     jobs: JobQueue | None = None  # hand-off writes memory jobs here
+    run_inbox: RunInbox | None = None  # server runs' inputs, journaled (double-texting)
     stickers: Stickers | None = None
     bot_id: str = "bot"
     rank: RankSettings = field(default_factory=RankSettings)

@@ -32,6 +32,7 @@ def erase_for(request: ForgetRequest, deps: Deps, wait_s: float = 30.0) -> Erase
         jobs=deps.jobs,
         context_usage=deps.context_usage,
         chat_states=deps.chat_states,
+        run_inbox=deps.run_inbox,
         drop_threads=drop_threads,
         wait_s=wait_s,
     )

@@ -135,6 +135,7 @@ class ReplyState(TypedDict, total=False):
     persona_id: str  # the persona currently speaking in this chat
     pending: list[PendingMessage]  # since the last memory hand-off
     seen_ids: list[str]  # the latest messages observe took (a redelivery is not taken twice)
+    seen_as_context: list[str]  # of those, taken as context before their own run came
     seen_seq: int  # the store's newest seq observe took: later ones were left by lost runs
     # this run
     observed_seq: int

@@ -520,6 +520,21 @@ class MessageStore(Protocol):
 
 
 @runtime_checkable
+class RunInbox(Protocol):
+    """Reply inputs journaled when a server run is created, before it is queued: a run the
+    server cancels or rolls back before it starts (double-texting) leaves its message
+    here for the thread's next run to take."""
+
+    def put(self, thread_id: str, message: dict[str, Any], *, scope: ChatScope) -> None: ...
+    def waiting(self, thread_id: str) -> list[dict[str, Any]]:
+        """The thread's journaled messages, oldest first."""
+        ...
+
+    def take(self, thread_id: str, message_ids: Sequence[str]) -> None: ...
+    def forget(self, target: ForgetTarget) -> int: ...
+
+
+@runtime_checkable
 class ChatStateRegistry(Protocol):
     def set_state(self, stream: str, state: str) -> None: ...
     def count(self, state: str, *, excluding: str | None = None) -> int: ...

@@ -23,6 +23,7 @@ from stores.base import (
     JobQueue,
     MessageStore,
     ProfileStore,
+    RunInbox,
 )
 
 log = logging.getLogger("groupmind.forget")
@@ -48,6 +49,7 @@ def erase(
     jobs: JobQueue | None,
     context_usage: ContextUsageStore | None = None,
     chat_states: ChatStateRegistry | None = None,
+    run_inbox: RunInbox | None = None,
     drop_threads: Callable[[Sequence[str]], None] | None = None,
     wait_s: float = 30.0,
     poll_s: float = 0.1,
@@ -78,6 +80,8 @@ def erase(
     counts.update(profiles.forget(target))
     if context_usage is not None:
         counts["context_records"] = context_usage.forget(target)
+    if run_inbox is not None:
+        counts["journaled_messages"] = run_inbox.forget(target)
     if chat_states is not None and target.chat is not None and target.user_id is None:
         counts["chat_states"] = chat_states.forget(target.chat.key)
     if drop_threads is not None and job_ids:

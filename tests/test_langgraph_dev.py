@@ -192,3 +192,27 @@ def test_two_bots_each_see_only_their_own(two_bots: tuple[str, Path, Path]) -> N
     assert forget["removed"]["events"] == 1
     assert status_of(lambda: a.runs.wait(a.threads.create()["thread_id"], "forget",
                                          input={"platform": "lark", "user_id": "1"})) == 403  # fmt: skip
+
+
+@pytest.mark.parametrize("strategy", ["interrupt", "rollback", "enqueue", "reject"])
+def test_double_texting_keeps_every_message(server: tuple[str, Path, Path], strategy: str) -> None:
+    """A second message while the first's run is in flight, under each multitask strategy:
+    both are taken by the thread (answered, or kept as context), none is lost."""
+    client = get_sync_client(url=server[0])
+    chat_id = uuid.uuid4().hex[:8]
+    thread = client.threads.create(thread_id=stream_thread_id(f"qq:group:{chat_id}", "bot"))
+    first = message("@bot 第一条", chat_id=chat_id, mentions=["bot"])
+    second = message("@bot 第二条", chat_id=chat_id, mentions=["bot"])
+    client.runs.create(thread["thread_id"], "reply", input={"message": first})
+    try:
+        run = client.runs.create(
+            thread["thread_id"], "reply", input={"message": second}, multitask_strategy=strategy
+        )
+    except httpx.HTTPStatusError as exc:  # reject: the bot is told, and sends it again
+        assert strategy == "reject" and exc.response.status_code == 409
+        client.runs.join(thread["thread_id"], client.runs.list(thread["thread_id"])[0]["run_id"])
+        run = client.runs.create(thread["thread_id"], "reply", input={"message": second})
+    client.runs.join(thread["thread_id"], run["run_id"])
+    values = client.threads.get_state(thread["thread_id"])["values"]
+    taken = set(values["seen_ids"])
+    assert {first["message_id"], second["message_id"]} <= taken, (strategy, values)

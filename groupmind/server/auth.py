@@ -9,6 +9,7 @@ configured the server is open, as a local ``langgraph dev`` is, and says so in i
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 from functools import lru_cache
@@ -111,7 +112,31 @@ async def run_in_own_platforms(
                     status_code=403,
                     detail=f"platform {platform!r} is not one of this bot's ({', '.join(mine)})",
                 )
+    run_input = (value.get("kwargs") or {}).get("input")
+    if value.get("thread_id") and isinstance(run_input, dict):
+        message = run_input.get("message")
+        if isinstance(message, dict):
+            await asyncio.to_thread(journal, str(value["thread_id"]), message)
     return _own(ctx, value)
+
+
+def journal(thread_id: str, message: dict[str, Any]) -> None:
+    """Keep a reply run's message before the server queues the run: if the server cancels
+    or rolls the run back before it starts (double-texting), the thread's next run takes
+    it (``nodes.reply.arrivals``). A message that does not validate is left to the run."""
+    from groupmind.wiring import open_runtime
+    from state.reply import ChatMessage
+    from state.validation import InputError, validated
+
+    deps = open_runtime().deps
+    try:
+        msg = validated(ChatMessage, message, "message", deps.validation)
+        if deps.run_inbox is not None:
+            deps.run_inbox.put(thread_id, message, scope=msg.scope)
+    except InputError:
+        pass
+    except Exception:  # noqa: BLE001 - journaling must never block the run itself
+        log.warning("could not journal a message for thread %s", thread_id, exc_info=True)
 
 
 @auth.on.store

@@ -2,6 +2,8 @@
 
 - earlier messages still in the thread's inbox: their runs were cut short by a newer one
   (a LangGraph server's ``multitask_strategy="interrupt"``) or failed before observe;
+- messages journaled when their server run was created (``RunInbox``) before this run's
+  own: runs the server cancelled or rolled back before they started;
 - messages of this chat and persona stored by a run whose checkpoint was lost (the process
   was killed, or the server rolled the run back) after the newest one this thread saw.
 
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from langgraph.config import get_config
 from pydantic import ValidationError
 
 from nodes.deps import Deps
@@ -28,21 +31,27 @@ SEEN_KEPT = 200
 
 
 class Seen:
-    """The latest message ids observe took, and the newest stored seq among them."""
+    """The latest message ids observe took, those of them taken as context only (their own
+    run never came, or has not yet), and the newest stored seq among them."""
 
     def __init__(self, state: ReplyState) -> None:
         self.ids = list(state.get("seen_ids", []))
+        self.as_context = list(state.get("seen_as_context", []))
         self.seq: int | None = state.get("seen_seq")
 
     def __contains__(self, message_id: object) -> bool:
         return message_id in self.ids
 
-    def add(self, message_id: str, seq: int) -> None:
+    def add(self, message_id: str, seq: int, *, context: bool = False) -> None:
         self.ids = [*self.ids, message_id][-SEEN_KEPT:]
+        if context:
+            self.as_context = [*self.as_context, message_id][-SEEN_KEPT:]
+        elif message_id in self.as_context:
+            self.as_context.remove(message_id)
         self.seq = max(seq, self.seq or 0)
 
     def as_state(self) -> dict[str, Any]:
-        return {"seen_ids": self.ids, "seen_seq": self.seq or 0}
+        return {"seen_ids": self.ids, "seen_as_context": self.as_context, "seen_seq": self.seq or 0}
 
 
 def pending_of(
@@ -84,16 +93,34 @@ def catch_up(
         stored = store.add(
             stored_message(early, early.mentions, from_bot=early.user_id == deps.bot_id)
         )
-        seen.add(early.message_id, stored.seq)
+        seen.add(early.message_id, stored.seq, context=True)
         taken.append(pending_of(early, deps, from_bot=stored.from_bot))
     if seen.seq is not None:
         for lost in store.newer_than(msg.stream, msg.persona_id, seen.seq):
             mine = lost.from_bot or lost.user_id == deps.bot_id  # the bot's lines: not memory
             if mine or lost.message_id in seen or lost.message_id == msg.message_id:
                 continue
-            seen.add(lost.message_id, lost.seq)
+            seen.add(lost.message_id, lost.seq, context=True)
             taken.append(pending_of(lost, deps))
     return taken
+
+
+def journaled_before(deps: Deps, msg: ChatMessage) -> tuple[str | None, list[Any]]:
+    """This run's thread id and the messages journaled for it before this run's own (none
+    in-process, where nothing journals)."""
+    if deps.run_inbox is None:
+        return None, []
+    try:
+        thread_id = get_config().get("configurable", {}).get("thread_id")
+    except RuntimeError:  # called outside a graph run
+        return None, []
+    if not thread_id:
+        return None, []
+    journal = deps.run_inbox.waiting(str(thread_id))
+    ids = [str(m.get("message_id")) for m in journal]
+    if msg.message_id not in ids:
+        return str(thread_id), []
+    return str(thread_id), journal[: ids.index(msg.message_id)]
 
 
 def stored_message(msg: ChatMessage, mentions: list[str], *, from_bot: bool) -> StoredMessage:

@@ -14,7 +14,7 @@ from typing import Any, Literal
 from langgraph.types import Overwrite
 
 from nodes.deps import Deps, need
-from nodes.reply.arrivals import Seen, catch_up, pending_of, stored_message
+from nodes.reply.arrivals import Seen, catch_up, journaled_before, pending_of, stored_message
 from nodes.reply.hand_off import enqueue, jobs_from_buffer
 from state.context import Context
 from state.reply import ChatMessage, ReplyState
@@ -89,16 +89,19 @@ def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     store = need(deps.messages, "messages")
     seen = Seen(state)
     out: dict[str, Any] = {**FRESH, "message": Overwrite([]), "msg": msg}
-    if msg.message_id in seen:  # a redelivery: it was taken, answered and handed on before
+    pending = list(state.get("pending", []))
+    # Taken as context earlier (its own run had not come): now it has, and is answered.
+    waiting = msg.message_id in seen.as_context
+    if msg.message_id in seen and not waiting:  # a redelivery of a message handled before
         return {**out, "message_id": msg.message_id, "duplicate": True,
                 "reason": "already observed: a redelivered message"}  # fmt: skip
-    pending = list(state.get("pending", []))
     persona_id = msg.persona_id
     previous = state.get("persona_id")
     if previous and previous != persona_id and pending:
         out["handed_off"] = enqueue(deps, jobs_from_buffer(pending, msg, previous, deps.validation))
         pending = []
-    pending += catch_up(inbox[:-1], msg, store, seen, deps)
+    thread_id, journaled = journaled_before(deps, msg)
+    pending += catch_up([*journaled, *inbox[:-1]], msg, store, seen, deps)
 
     from_self = msg.user_id == deps.bot_id
     if not from_self:
@@ -123,7 +126,12 @@ def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     if not from_self:
         interest += INTEREST_MENTION * addressed + INTEREST_REPLY_TO_BOT * reply_to_bot
         interest += INTEREST_QUESTION * question + INTEREST_TOPIC * _on_topic(state, stored)
-    pending.append(pending_of(msg, deps, from_bot=from_self))
+    if not waiting:  # taken earlier as context, and now its own run: once in the buffer
+        pending.append(pending_of(msg, deps, from_bot=from_self))
+    if thread_id is not None and deps.run_inbox is not None:
+        deps.run_inbox.take(
+            thread_id, [str(m.get("message_id")) for m in journaled] + [msg.message_id]
+        )
     chat_state: Literal["ABSENT", "CHAT", "FOCUSED"] = state.get("chat_state", "ABSENT")
     return {
         **out,

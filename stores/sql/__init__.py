@@ -1,6 +1,7 @@
 """SQL backends (SQLAlchemy 2; SQLite by default, PostgreSQL by URL; Alembic migrations)."""
 
 from stores.sql.engine import make_engine, migrate
+from stores.sql.inbox import SqlRunInbox
 from stores.sql.jobs import SqlJobQueue
 from stores.sql.lexical import SqlLexicalIndex
 from stores.sql.messages import SqlChatStates, SqlContextUsage, SqlMessageStore
@@ -14,6 +15,7 @@ __all__ = [
     "SqlJobQueue",
     "SqlLexicalIndex",
     "SqlPersonaStore",
+    "SqlRunInbox",
     "SqlProfileStore",
     "make_engine",
     "migrate",

@@ -245,6 +245,22 @@ class MessageRow(Base):
     keywords: Mapped[list[str]] = mapped_column(Json, default=list)  # cut once, on store
 
 
+class RunInboxRow(Base):
+    """Reply inputs journaled as a server run is created (``stores.base.RunInbox``)."""
+
+    __tablename__ = "run_inbox"
+    __table_args__ = (Index("ix_run_inbox_scope", "platform", "chat_type", "chat_id", "user_id"),)
+
+    thread_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    message_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    payload: Mapped[dict[str, Any]] = mapped_column(Json)
+    platform: Mapped[str] = mapped_column(PLATFORM)
+    chat_type: Mapped[str] = mapped_column(String(16))
+    chat_id: Mapped[str] = mapped_column(ID)
+    user_id: Mapped[str] = mapped_column(ID)
+    received_at: Mapped[float] = mapped_column(Float)
+
+
 class ChatMemberRow(Base):
     """Who speaks in a chat, for recognising ``@name`` and ``name:`` in text."""
 

@@ -1,0 +1,63 @@
+"""The run inbox in SQL (``stores.base.RunInbox``)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Engine, delete, insert, select
+from sqlalchemy.exc import IntegrityError
+
+from stores.base import ChatScope, ForgetTarget
+from stores.sql.covered import covered
+from stores.sql.schema import RunInboxRow
+
+
+class SqlRunInbox:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def put(self, thread_id: str, message: dict[str, Any], *, scope: ChatScope) -> None:
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    insert(RunInboxRow).values(
+                        thread_id=thread_id,
+                        message_id=str(message["message_id"]),
+                        payload=message,
+                        platform=scope.platform,
+                        chat_type=scope.chat_type,
+                        chat_id=scope.chat_id,
+                        user_id=str(message.get("user_id", "")),
+                        received_at=time.time(),
+                    )
+                )
+        except IntegrityError:
+            pass  # journaled already (the same message sent again)
+
+    def waiting(self, thread_id: str) -> list[dict[str, Any]]:
+        query = (
+            select(RunInboxRow.payload)
+            .where(RunInboxRow.thread_id == thread_id)
+            .order_by(RunInboxRow.received_at)
+        )
+        with self.engine.connect() as conn:
+            return [dict(p) for p in conn.execute(query).scalars()]
+
+    def take(self, thread_id: str, message_ids: Sequence[str]) -> None:
+        if not message_ids:
+            return
+        with self.engine.begin() as conn:
+            conn.execute(
+                delete(RunInboxRow).where(
+                    RunInboxRow.thread_id == thread_id,
+                    RunInboxRow.message_id.in_(list(message_ids)),
+                )
+            )
+
+    def forget(self, target: ForgetTarget) -> int:
+        with self.engine.begin() as conn:
+            return int(
+                conn.execute(delete(RunInboxRow).where(*covered(RunInboxRow, target))).rowcount
+            )
