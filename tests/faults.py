@@ -270,7 +270,8 @@ def worker_kill9(n: int, kills: int, seed: int = 1) -> Result:
         alive = proc.poll() is None
         stop(proc)
         lost, twice = job_outcome(engine, batch)
-        return Result(f"worker kill -9 ×{kills}", n, lost, twice, drain, alive)
+        notes = [log.read_text(errors="replace")[-3000:]] if lost or twice or not alive else []
+        return Result(f"worker kill -9 ×{kills}", n, lost, twice, drain, alive, notes)
 
 
 def worker_postgres_restart(n: int, down_s: float = 3.0) -> Result:

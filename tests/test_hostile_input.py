@@ -194,3 +194,29 @@ def test_any_text_is_refused_by_field_or_remembered(
         assert row is not None and row.status == "done", row
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(EventDocRow)).scalar_one() >= 1
+
+
+@pytest.mark.parametrize("sql", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@settings(
+    max_examples=25, deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)  # fmt: skip
+@given(said=TEXT, name=TEXT, recent=TEXT)
+def test_the_memory_graph_refuses_by_field_or_stores(
+    sql: str, said: str, name: str, recent: str, request: pytest.FixtureRequest,
+    chroma_client: Any, embeddings: Any,
+) -> None:  # fmt: skip
+    engine: Engine = request.getfixturevalue("sqlite_engine" if sql == "sqlite" else "pg_engine")
+    deps = make_deps(engine, chroma_client, embeddings)
+    raw = job(f"h-{abs(hash((said, name, recent)))}", new_info=said, user_name=name,
+              recent_messages=[{"user_name": "阿强", "content": recent}])  # fmt: skip
+    graph = build_memory_graph(deps, checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": raw["request_id"]}}
+    try:
+        out = graph.invoke(raw, config, durability="sync")
+    except InputError as exc:
+        assert exc.field == "job" and ":" in exc.reason
+        assert deps.events.get([raw["request_id"]]) == []  # nothing partial stored
+        return
+    assert out["status"] in ("stored", "degraded")
+    assert [e.id for e in deps.events.get([raw["request_id"]])] == [raw["request_id"]]
