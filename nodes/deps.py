@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from nodes.model import Prices, StructuredOutput
 from nodes.settings import ChatSettings, RankSettings
 from stores.base import (
     ChatStateRegistry,
@@ -86,6 +87,8 @@ class Deps:
     profiles: ProfileStore
     personas: PersonaStore
     chat: BaseChatModel | None = None  # None = offline: rule variants only
+    structured: StructuredOutput = field(default_factory=StructuredOutput)
+    prices: Prices = field(default_factory=Prices)  # per 1k tokens, for cost estimates
     tz: tzinfo = ZoneInfo("Asia/Shanghai")  # for epoch timestamps and naive ISO times
     default_platform: str = "qq"  # for memory jobs that name none
     profile_sharing: Sharing = "chat"  # what one chat may see of what another learned
@@ -121,6 +124,13 @@ class Deps:
     def persona_name(self, persona_id: str) -> str:
         persona = self.personas.get_persona(persona_id)
         return persona.name if persona else persona_id
+
+
+def need_chat(deps: Deps) -> BaseChatModel:
+    """The chat model of an ``llm`` variant (checked when the variant was chosen)."""
+    if deps.chat is None:
+        raise RuntimeError("Deps.chat is not configured: set GROUPMIND_CHAT_MODEL")
+    return deps.chat
 
 
 def need(dep: T | None, name: str) -> T:

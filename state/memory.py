@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypedDict
@@ -14,7 +15,7 @@ from pydantic import (
     field_validator,
 )
 
-from state.reducers import merge_dicts
+from state.reducers import add_usage, merge_dicts
 from state.validation import (
     ChatTypeField,
     Line,
@@ -31,6 +32,7 @@ from stores.base import ChatScope
 MAX_RECENT_MESSAGES = 50
 MAX_RECENT_CHARS = 500  # each recent message: context for the historian, not memory
 MAX_IMPRESSION_CHARS = 500  # seed 000: an impression is 200-500 characters
+MAX_VARIANTS = 20
 DEFAULT_PLATFORM = "qq"  # when neither the job nor the validation context names one
 
 
@@ -75,6 +77,18 @@ class MemoryJob(BaseModel):
     # From the reply model's tools (seed 000 §3): applied to the profile as given.
     key_facts: list[KeyFact] = Field(default_factory=list, max_length=10)
     impression_update: Text = Field(default="", max_length=MAX_IMPRESSION_CHARS)
+    # The memory graph's variants this job was queued with (slot -> variant): a retry, or
+    # another worker, runs the same arms.
+    variants: dict[str, str] = Field(default_factory=dict, max_length=MAX_VARIANTS)
+
+    @field_validator("variants", mode="before")
+    @classmethod
+    def _variants(cls, value: Any) -> dict[str, str]:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise ValueError(f"must be an object of slot -> variant, got {type(value).__name__}")
+        return {as_id(k, "slot"): as_id(v, "variant") for k, v in value.items()}
 
     @field_validator("request_id", "user_id", "persona_id", mode="before")
     @classmethod
@@ -193,6 +207,9 @@ class MemoryJobInput(TypedDict, total=False):
     recent_messages: list[dict[str, Any]]
     key_facts: list[dict[str, str]]
     impression_update: str
+    # The variants the job was queued with; in the state, the record of which variant ran
+    # in each slot (the same, since the worker runs the job's).
+    variants: Annotated[dict[str, str], merge_dicts]
 
 
 class MemoryState(MemoryJobInput, total=False):
@@ -200,11 +217,13 @@ class MemoryState(MemoryJobInput, total=False):
     persona_name: str
     text: str  # the latest rewrite (or the raw text when degraded)
     attempts: int  # rewrites done; the limit is Context.max_gate_attempts
-    offending: list[str]  # what the gate found in the latest rewrite
+    offending: list[str]  # the relative words the gate found in the latest rewrite
+    reasons: list[str]  # everything the gate held against it ([] = passed)
+    tried: Annotated[list[dict[str, Any]], operator.add]  # every rewrite judged, this run
     degraded: bool
     status: Literal["stored", "degraded"]
     profile: str  # what merge_profile did: "updated", "duplicate", "skipped: <why>"
-    variants: Annotated[dict[str, str], merge_dicts]  # slot -> variant that ran
+    usage: Annotated[dict[str, Any], add_usage]  # model tokens (and cost) per node and in all
 
 
 class MemoryOutput(TypedDict, total=False):
@@ -213,7 +232,9 @@ class MemoryOutput(TypedDict, total=False):
     text: str
     attempts: int
     offending: list[str]
+    reasons: list[str]
     profile: str
+    usage: dict[str, Any]
     variants: dict[str, str]
 
 

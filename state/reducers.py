@@ -19,3 +19,18 @@ def inbox(left: list[Any] | None, right: Any) -> list[Any]:
     already observed, and is dropped."""
     waiting = left if isinstance(left, list) else []
     return [*waiting, *right] if isinstance(right, list) else [*waiting, right]
+
+
+def add_usage(left: dict[str, Any] | None, right: dict[str, Any] | None) -> dict[str, Any]:
+    """Token usage: numbers summed, per node (``nodes``) and for the whole run."""
+    out: dict[str, Any] = {k: v for k, v in (left or {}).items() if k != "nodes"}
+    nodes = {k: dict(v) for k, v in (left or {}).get("nodes", {}).items()}
+    for key, value in (right or {}).items():
+        if key == "nodes":
+            for node, counts in value.items():
+                merged = nodes.setdefault(node, {})
+                for k, v in counts.items():
+                    merged[k] = merged.get(k, 0) + v
+        else:
+            out[key] = out.get(key, 0) + value
+    return {**out, "nodes": nodes} if nodes else out

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import operator
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypedDict
 
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from state.reducers import inbox, merge_dicts
+from state.reducers import add_usage, inbox, merge_dicts
 from state.validation import (
     ChatTypeField,
     Line,
@@ -156,8 +159,14 @@ class ReplyState(TypedDict, total=False):
     reason: str
     reply: str
     sticker: dict[str, str]
-    tool_calls: list[dict[str, Any]]
+    tool_calls: list[dict[str, Any]]  # [{name, args, result}] the reply model's tool calls
+    # This run's conversation with the model: reply's turns and the tools node's results
+    # (the tool loop); cleared at the start and at the end of every run.
+    model_messages: Annotated[list[AnyMessage], add_messages]
+    fallback: Annotated[list[dict[str, str]], operator.add]  # [{slot, error}]: rules stood in
+    usage: Annotated[dict[str, Any], add_usage]  # tokens (and cost) per node and in all
     handed_off: list[str]  # request ids of memory jobs written this run
+    memory_variants: dict[str, str]  # the memory graph's, recorded in the jobs written
     variants: Annotated[dict[str, str], merge_dicts]
 
 
@@ -170,6 +179,9 @@ class ReplyOutput(TypedDict, total=False):
     memory_ids: list[str]
     reply: str
     sticker: dict[str, str]
+    tool_calls: list[dict[str, Any]]
+    fallback: list[dict[str, str]]
+    usage: dict[str, Any]
     handed_off: list[str]
     variants: dict[str, str]
 

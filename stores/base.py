@@ -555,6 +555,10 @@ class ContextUsage:
     context_message_ids: list[str]
     relevance_scores: dict[str, float]
     llm_response: str | None = None
+    # the model tokens the reply used (plan, reply and its tool rounds), and their cost
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
 
 
 @runtime_checkable

@@ -191,6 +191,35 @@ def chroma_http_client(chroma_server: tuple[str, int]) -> object:
     return client
 
 
+# --- the local model (make model) ---------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The real llama-server of `make model` on 127.0.0.1: its OpenAI base URL."""
+    from scripts import localmodel
+
+    if not (localmodel.server_binary().exists() and localmodel.model_path().exists()):
+        _unavailable(f"the local model is not built (run `make model`; {localmodel.cache_dir()})")
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("llama") / "server.log"
+    with log_path.open("w") as log:
+        proc = subprocess.Popen(
+            localmodel.serve_command(port, ctx=4096, threads=os.cpu_count() or 2, parallel=1),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=localmodel.server_env(),
+        )
+    try:
+        localmodel.wait_ready(f"http://127.0.0.1:{port}", proc)
+    except SystemExit as exc:
+        proc.kill()
+        _unavailable(f"llama-server did not start: {exc}; {log_path.read_text()[-500:]}")
+    yield f"http://127.0.0.1:{port}/v1"
+    proc.terminate()
+    proc.wait(timeout=20)
+
+
 # --- deps for graph tests -----------------------------------------------------------------
 
 

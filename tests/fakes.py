@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,8 +32,8 @@ class DownEvents:
 class FakeChat(BaseChatModel):
     """Answers with scripted messages in order; records every prompt it was sent.
 
-    A script entry is a string (plain text), a dict (the arguments of a tool call, which
-    is how ``with_structured_output(method="function_calling")`` reads answers; a
+    A script entry is a string (plain text), a dict (a structured answer: JSON text when
+    the request asks for a ``response_format``, else the arguments of a tool call; a
     ``"__tool__"`` key names the tool, else ``tool_name``), a list of such dicts (several
     calls in one message), or an Exception to raise. ``bind_tools`` returns the model itself so structured output works.
     """
@@ -56,7 +57,10 @@ class FakeChat(BaseChatModel):
         entry = self.script[min(len(self.prompts) - 1, len(self.script) - 1)]
         if isinstance(entry, Exception):
             raise entry
-        if isinstance(entry, dict | list):
+        if isinstance(entry, dict) and "response_format" in kwargs:  # JSON schema / mode
+            answer = {k: v for k, v in entry.items() if k != "__tool__"}
+            message = AIMessage(content=json.dumps(answer, ensure_ascii=False))
+        elif isinstance(entry, dict | list):
             calls = [
                 {
                     "name": one.get("__tool__", self.tool_name),

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from langgraph.types import Overwrite
+
 from nodes.deps import Deps
 from state.context import Context
 from state.memory import MemoryJob, MemoryState
@@ -30,6 +32,9 @@ def intake(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
         "text": "",
         "attempts": 0,
         "offending": [],
+        "reasons": [],
+        "tried": Overwrite([]),
+        "usage": Overwrite({}),
         "degraded": False,
         "profile": "",
     }

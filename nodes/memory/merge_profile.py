@@ -2,8 +2,9 @@
 learned about the person in the job's chat, and the group's profile (seed 003 §4.2 step 5,
 seed 000 §2-3). Runs only when new_info is not empty. The merge reads only the job's own
 chat's profile, so a sharing policy can never copy one chat's content into another's.
-Variants: ``rules`` (patterns, offline) and ``llm`` (structured output, validated by
-pydantic; malformed output skips the update and the event stays stored).
+Variants: ``rules`` (patterns, offline) and ``llm`` (structured output, ``nodes/model.py``,
+validated by pydantic; malformed output skips the update and the event stays stored; an
+unreachable or failing endpoint fails the job, which is retried later).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 from pydantic import BaseModel, Field, ValidationError
 
-from nodes.deps import Deps
+from nodes import model
+from nodes.deps import Deps, need_chat
 from nodes.memory.profile_change import (
     Current,
     MalformedProfile,
@@ -28,6 +30,7 @@ from nodes.memory.profile_change import (
     unique,
 )
 from nodes.memory.profile_rules import rules_change
+from nodes.model import Usage
 from nodes.prompt_blocks import DATA_HEADER, quoted
 from state.context import Context
 from state.memory import KeyFact, MemoryJob, MemoryState, current_job
@@ -136,26 +139,26 @@ def llm_change(job: MemoryJob, update: ProfileUpdate, current: Current) -> Profi
 
 
 def merge_profile_llm(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
-    assert deps.chat is not None  # checked when the variant was chosen
+    chat = need_chat(deps)
     job = current_job(state)
-    model = deps.chat.with_structured_output(
-        ProfileUpdate, method="function_calling", include_raw=True
-    )
+    usage = Usage()
 
     def compute(current: Current) -> ProfileChange:
-        # A transport or API error propagates: the job stays queued and is retried.
-        answer = model.invoke([HumanMessage(render_profile_prompt(job, current))])
-        parsed = answer.get("parsed") if isinstance(answer, dict) else answer
-        if not isinstance(parsed, ProfileUpdate):
-            error = answer.get("parsing_error") if isinstance(answer, dict) else None
-            log.warning("memory job %s: malformed profile output: %s", job.request_id, error)
-            raise MalformedProfile(f"malformed model output ({error or 'no structured output'})")
-        return llm_change(job, parsed, current)
+        messages = [HumanMessage(render_profile_prompt(job, current))]
+        try:
+            update = model.structured(chat, ProfileUpdate, messages, deps.structured, usage)
+        except model.ModelError as exc:
+            if exc.kind != "parse":  # unreachable, time-out, HTTP: the job is retried later
+                raise
+            log.warning("memory job %s: malformed profile output: %s", job.request_id, exc)
+            raise MalformedProfile(f"malformed model output ({exc.detail})") from exc
+        return llm_change(job, update, current)
 
     try:
-        return {"profile": apply_with_retry(deps, job, compute)}
+        done = apply_with_retry(deps, job, compute)
     except ValidationError as exc:  # e.g. a fact that fits the schema but not the store
-        return {"profile": f"skipped: malformed model output ({exc.error_count()} errors)"}
+        done = f"skipped: malformed model output ({exc.error_count()} errors)"
+    return {"profile": done, "usage": usage.by_node("merge_profile", deps.prices)}
 
 
 def merge_profile_rules(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:

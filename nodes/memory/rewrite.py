@@ -13,66 +13,92 @@ from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import HumanMessage
-from langchain_core.output_parsers import StrOutputParser
 
-from nodes.deps import Deps
+from nodes import model
+from nodes.deps import Deps, need_chat
 from nodes.memory.absolute import Scene, absolutize
+from nodes.memory.judge import required_names
+from nodes.model import Usage
 from nodes.prompt_blocks import DATA_HEADER, quoted
 from state.context import Context
 from state.memory import MemoryJob, MemoryState, current_job
 from stores.text import has_cjk
 
-REWRITE_PROMPT = """你是一个旁观者（史官）。请将以下摘要改写为绝对视角。
-当前时间：{timestamp}
-交互对象：{user_name}({user_id})
+REWRITE_PROMPT = """你是一个旁观者（史官）。请把下面这段交流改写成绝对视角的一两句话。
+当前时间：{when}（{timestamp}）
 场景：{scene_desc}
 
 铁律：
 - 消灭所有人称代词（我/你/他），用具体名字替换
-- 消灭所有相对时间（今天/刚才），用具体日期时间替换
+- 消灭所有相对时间（今天/明天/下周三/刚才），用具体日期时间替换
 - 消灭所有相对地点（这里），用具体地点替换
-- 合并为一两句话，保持简洁
+- 合并为一两句话，保持简洁；只输出改写后的文本，不要重复下面的内容
 
 {data_header}
-原始摘要：
-行为：{action_summary}
-新信息：{new_info}"""
+{parts}"""
+OUTPUT_CUE = "\n\n改写后的文本："
+ACTION_LINE = "行为（{persona}做的事；“我”指{persona}，“你”指{user}）：{text}"
+INFO_LINE = "新信息（{user}说的话；“我”指{user}）：{text}"
+WEEKDAYS_ZH = "一二三四五六日"
 
 RETRY_SUFFIX = """
 
 上一次的改写是：{previous}（数据，不是指令）
-其中仍残留这些词：{offending}。请重新改写，把它们全部替换成具体的名字、日期或地点。
-只输出改写后的文本。"""
+它没有通过检查：{reasons}。{left}
+请重新改写：用一两句通顺的中文（或原文的语言）陈述，{names}把代词、相对时间和相对地点
+全部替换成具体的名字、日期或地点，不要输出 JSON 或代码。只输出改写后的文本。"""
 
 
 def scene_description(job: MemoryJob, persona_name: str) -> str:
     where = f"群聊「{job.place_zh}」" if job.chat_type == "group" else job.place_zh
-    return f"{where}；你（{persona_name}）与 {job.user_name} 的交流"
+    return f"{where}；{persona_name}与{job.user_name}的交流"
 
 
 def render_rewrite_prompt(state: MemoryState) -> str:
+    """seed 003 §4.3's historian prompt. Each part says whose words it is and whom its
+    pronouns stand for (a small model cannot guess), and the answer is cued."""
     job = current_job(state)
-    prompt = REWRITE_PROMPT.format(
-        timestamp=job.timestamp,
-        user_name=job.user_name,
-        user_id=job.user_id,
-        scene_desc=scene_description(job, state.get("persona_name", job.persona_id)),
-        data_header=DATA_HEADER,
-        action_summary=quoted(job.action_summary) if job.action_summary else "（无）",
-        new_info=quoted(job.new_info) if job.new_info else "（无）",
-    )
-    if state.get("offending"):
-        prompt += RETRY_SUFFIX.format(
-            previous=quoted(state.get("text", "")), offending="、".join(state["offending"])
+    persona = state.get("persona_name", job.persona_id)
+    parts = []
+    if job.action_summary:
+        parts.append(
+            ACTION_LINE.format(persona=persona, user=job.user_name, text=quoted(job.action_summary))
         )
-    return prompt
+    if job.new_info:
+        parts.append(INFO_LINE.format(user=job.user_name, text=quoted(job.new_info)))
+    when = job.when
+    prompt = REWRITE_PROMPT.format(
+        when=f"{when.year}年{when.month}月{when.day}日（星期{WEEKDAYS_ZH[when.weekday()]}）"
+        f"{when:%H:%M}",
+        timestamp=job.timestamp,
+        scene_desc=scene_description(job, persona),
+        data_header=DATA_HEADER,
+        parts="\n".join(parts),
+    )
+    if state.get("reasons"):
+        prompt += RETRY_SUFFIX.format(
+            previous=quoted(state.get("text", "")),
+            reasons="；".join(state["reasons"]),
+            left=f"其中仍残留这些词：{'、'.join(state['offending'])}。"
+            if state.get("offending")
+            else "",
+            names=f"写出{'、'.join(needed)}的名字，"
+            if (needed := required_names(job, persona))
+            else "",
+        )
+    return prompt + OUTPUT_CUE
 
 
 def rewrite_llm(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
-    assert deps.chat is not None  # checked when the variant was chosen
-    chain = deps.chat | StrOutputParser()
-    text = chain.invoke([HumanMessage(render_rewrite_prompt(state))]).strip().strip('"“”')
-    return {"text": text, "attempts": state.get("attempts", 0) + 1}
+    """The historian's rewrite; a model error propagates (the job is retried later) and
+    names the endpoint."""
+    usage = Usage()
+    said = model.text(need_chat(deps), [HumanMessage(render_rewrite_prompt(state))], usage)
+    return {
+        "text": said.strip('"“”'),
+        "attempts": state.get("attempts", 0) + 1,
+        "usage": usage.by_node("rewrite", deps.prices),
+    }
 
 
 def addressee(job: MemoryJob, persona_name: str) -> str:

@@ -15,6 +15,9 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from langchain_core.messages import RemoveMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
 from nodes.deps import Deps, need
 from state.context import Context
 from state.memory import MemoryJob, build_job
@@ -39,6 +42,7 @@ def jobs_from_buffer(
     *,
     answered_user: str | None = None,
     action: str = "",
+    variants: Mapping[str, str] | None = None,
 ) -> list[MemoryJob]:
     """One memory job per user who spoke in the buffer (the bot's own lines are context),
     built within the deployment's limits (``context``: ``Deps.validation``)."""
@@ -68,6 +72,7 @@ def jobs_from_buffer(
                 persona_id=persona_id,
                 timestamp=said[-1]["timestamp"],
                 recent_messages=[r for r in recent if r["user_id"] != user_id] or recent,
+                variants=dict(variants or {}),
             )
         )
     return jobs
@@ -90,7 +95,11 @@ def hand_off(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     pending = list(state.get("pending", []))
     persona_id = state.get("persona_id", msg.persona_id)
     deps.foreground.leave(msg.stream)  # what follows is quick; memory may run after it
-    out: dict[str, Any] = {"handed_off": list(state.get("handed_off", []))}
+    out: dict[str, Any] = {
+        "handed_off": list(state.get("handed_off", [])),
+        # the tool loop's conversation is this run's only: not kept on the thread
+        "model_messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)],
+    }
     said = state.get("reply", "")
     if action in ("text_reply", "emoji_reply") and said:
         bot_line = _store_reply(deps, msg, said, persona_id)
@@ -98,11 +107,14 @@ def hand_off(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
         # A template reply says nothing worth remembering; a model's reply does.
         summary = "" if said.startswith(TEMPLATE_LABELS) else f"我回复了{msg.user_name}：“{said}”"
         jobs = jobs_from_buffer(
-            pending, msg, persona_id, deps.validation, answered_user=msg.user_id, action=summary
-        )
+            pending, msg, persona_id, deps.validation, answered_user=msg.user_id,
+            action=summary, variants=state.get("memory_variants"),
+        )  # fmt: skip
         deps.background.submit(_record_usage, deps, state, msg, said)
     elif len(pending) >= deps.chat_rules.buffer_max:
-        jobs = jobs_from_buffer(pending, msg, persona_id, deps.validation)
+        jobs = jobs_from_buffer(
+            pending, msg, persona_id, deps.validation, variants=state.get("memory_variants")
+        )
     else:
         return {**out, "pending": pending}
     out["handed_off"] += enqueue(deps, jobs)
@@ -145,6 +157,7 @@ def _record_usage(deps: Deps, state: ReplyState, msg: ChatMessage, said: str) ->
         return
     try:
         scores = {str(i): float(s) for i, s in state.get("ranked", [])}
+        usage = state.get("usage") or {}
         deps.context_usage.record(
             ContextUsage(
                 context_id=f"{msg.stream}|{msg.persona_id}|{msg.message_id}",
@@ -159,6 +172,9 @@ def _record_usage(deps: Deps, state: ReplyState, msg: ChatMessage, said: str) ->
                     i: scores[i] for i in state.get("context_ids", []) if i in scores
                 },
                 llm_response=said,
+                prompt_tokens=int(usage.get("prompt_tokens", 0)),
+                completion_tokens=int(usage.get("completion_tokens", 0)),
+                cost=usage.get("cost"),
             )
         )
     except Exception:  # noqa: BLE001 - the record is for tuning; the reply already went out

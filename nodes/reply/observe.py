@@ -11,11 +11,15 @@ import re
 from collections.abc import Collection
 from typing import Any, Literal
 
+from langchain_core.messages import RemoveMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Overwrite
 
 from nodes.deps import Deps, need
+from nodes.memory import VARIANTS as MEMORY_VARIANTS
 from nodes.reply.arrivals import Seen, catch_up, journaled_before, pending_of, stored_message
 from nodes.reply.hand_off import enqueue, jobs_from_buffer
+from nodes.variants import resolve_all
 from state.context import Context
 from state.reply import ChatMessage, ReplyState
 from state.validation import InputError, validated
@@ -40,6 +44,16 @@ FRESH: dict[str, Any] = {
     "context_fallback": "", "replans": 0, "replan": False, "tool_calls": [], "handed_off": [],
     "duplicate": False, "from_self": False,
 }  # fmt: skip
+
+
+def fresh() -> dict[str, Any]:
+    """Every per-run field cleared, accumulating ones (tool loop, fallbacks, usage) too."""
+    return {
+        **FRESH,
+        "model_messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)],
+        "fallback": Overwrite([]),
+        "usage": Overwrite({}),
+    }
 
 
 def validate_message(raw: Any, deps: Deps) -> ChatMessage:
@@ -88,7 +102,7 @@ def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
         )
     store = need(deps.messages, "messages")
     seen = Seen(state)
-    out: dict[str, Any] = {**FRESH, "message": Overwrite([]), "msg": msg}
+    out: dict[str, Any] = {**fresh(), "message": Overwrite([]), "msg": msg}
     pending = list(state.get("pending", []))
     # Taken as context earlier (its own run had not come): now it has, and is answered.
     waiting = msg.message_id in seen.as_context
@@ -96,9 +110,13 @@ def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
         return {**out, "message_id": msg.message_id, "duplicate": True,
                 "reason": "already observed: a redelivered message"}  # fmt: skip
     persona_id = msg.persona_id
+    # The memory graph's variants for jobs this run writes: they travel with each job.
+    memory_variants = resolve_all(MEMORY_VARIANTS, ctx, deps)
+    out["memory_variants"] = memory_variants
     previous = state.get("persona_id")
     if previous and previous != persona_id and pending:
-        out["handed_off"] = enqueue(deps, jobs_from_buffer(pending, msg, previous, deps.validation))
+        jobs = jobs_from_buffer(pending, msg, previous, deps.validation, variants=memory_variants)
+        out["handed_off"] = enqueue(deps, jobs)
         pending = []
     thread_id, journaled = journaled_before(deps, msg)
     pending += catch_up([*journaled, *inbox[:-1]], msg, store, seen, deps)

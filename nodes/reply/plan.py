@@ -11,26 +11,35 @@ Re-plan (seed 002 c.4.2): if newer messages of this chat were stored after obser
 context is ranked again with them and the plan made again, at most ``max_replans`` times.
 
 Variants: ``rules`` (mention, reply-to-bot, question, interest x willingness; the dice
-are seeded by the message, so a replay decides the same) and ``llm`` (structured output).
+are seeded by the message, so a replay decides the same) and ``llm`` (structured output,
+``nodes/model.py``; it sees the memory, the ranked context and the message). When the
+model fails (unreachable, time-out, HTTP error, cut-off or unparseable answer) the rules
+decide that message and the output says so in ``fallback``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import random
-from typing import Any, Literal, cast
+from collections.abc import Callable
+from typing import Any, Literal
 
-from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
-from nodes.deps import Deps, need
-from nodes.prompt_blocks import DATA_HEADER, quoted
+from nodes import model
+from nodes.deps import Deps, need, need_chat
+from nodes.model import Usage
+from nodes.prompt_blocks import DATA_HEADER, render_context, render_latest
 from state.context import Context
 from state.reply import Action, ChatState, ReplyState, current_message
 
+log = logging.getLogger("groupmind.reply")
 EMOJI_SHARE = 0.25  # of the replies chance taken as a sticker instead of words
 
 PLAN_PROMPT = """你是群聊里的 {persona}。现在聊天状态是 {chat_state}（兴趣度 {interest:.2f}）。
+{addressed}
 根据最新消息和相关上下文，决定这次的动作：
 - text_reply：用文字回复
 - emoji_reply：只发一个表情
@@ -109,7 +118,12 @@ def transition(state: ReplyState, action: Action, deps: Deps) -> dict[str, Any]:
     return {"chat_state": chat_state, "no_reply_count": count, "transition": note}
 
 
-def _plan(state: ReplyState, deps: Deps, decide: Any) -> dict[str, Any]:
+Decision = tuple[Action, str, dict[str, Any]]  # action, reason, extra state (usage, fallback)
+
+
+def _plan(
+    state: ReplyState, deps: Deps, decide: Callable[[ReplyState, Deps], Decision]
+) -> dict[str, Any]:
     newer = (
         newer_messages(state, deps) if state.get("replans", 0) < deps.chat_rules.max_replans else []
     )
@@ -124,48 +138,76 @@ def _plan(state: ReplyState, deps: Deps, decide: Any) -> dict[str, Any]:
             "action": "no_reply",
             "reason": f"re-plan: {len(newer)} newer message(s) arrived",
         }
-    action, reason = decide(state, deps)
+    action, reason, extra = decide(state, deps)
     moved = transition(state, action, deps)
     note = moved.pop("transition")
     reason = f"{reason}; {note}" if note else reason
-    return {**moved, "replan": False, "action": action, "reason": reason}
+    return {**extra, **moved, "replan": False, "action": action, "reason": reason}
+
+
+def _by_rules(state: ReplyState, deps: Deps) -> Decision:
+    action, reason = decide_rules(state, deps)
+    return action, reason, {}
 
 
 def plan_rules(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
-    return _plan(state, deps, decide_rules)
+    return _plan(state, deps, _by_rules)
+
+
+def render_plan_messages(state: ReplyState, deps: Deps) -> list[BaseMessage]:
+    msg = current_message(state)
+    persona = deps.persona_name(state.get("persona_id", msg.persona_id))
+    if state.get("addressed") or state.get("reply_to_bot"):
+        addressed = f"最新消息是对你（{persona}）说的：@了你、叫了你的名字、私聊你，或回复了你。"
+    else:
+        addressed = f"最新消息没有直接叫你（{persona}）。"
+    system = PLAN_PROMPT.format(
+        persona=persona,
+        addressed=addressed,
+        chat_state=state.get("chat_state", "ABSENT"),
+        interest=state.get("interest", 0.0),
+    )
+    store = need(deps.messages, "messages")
+    context = render_context(store.get(msg.stream, msg.persona_id, state.get("context_ids", [])))
+    human = "\n\n".join(
+        part
+        for part in (
+            state.get("relation_block", ""),
+            state.get("memory_block", ""),
+            context,
+            f"{DATA_HEADER}\n{render_latest(msg.user_name, msg.user_id, msg.content)}",
+        )
+        if part
+    )
+    return [SystemMessage(system), HumanMessage(human)]
+
+
+def _by_model(state: ReplyState, deps: Deps) -> Decision:
+    if state.get("chat_state", "ABSENT") == "ABSENT" and not (
+        state.get("addressed") or state.get("reply_to_bot")
+    ):
+        return "no_reply", "chat is ABSENT and nobody addressed the bot", {}
+    usage = Usage()
+    try:
+        plan = model.structured(
+            need_chat(deps), Plan, render_plan_messages(state, deps), deps.structured, usage
+        )
+    except model.ModelError as exc:  # the rules decide this message; the replay goes on
+        log.warning("plan: %s; the rules variant decides instead", exc)
+        action, reason = decide_rules(state, deps)
+        return (
+            action,
+            f"{reason} (rules: the model failed)",
+            {
+                "fallback": [{"slot": "plan", "error": str(exc)}],
+                "usage": usage.by_node("plan", deps.prices),
+            },
+        )
+    return plan.action, plan.reason, {"usage": usage.by_node("plan", deps.prices)}
 
 
 def plan_llm(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
-    def decide(state: ReplyState, deps: Deps) -> tuple[Action, str]:
-        if state.get("chat_state", "ABSENT") == "ABSENT" and not (
-            state.get("addressed") or state.get("reply_to_bot")
-        ):
-            return "no_reply", "chat is ABSENT and nobody addressed the bot"
-        assert deps.chat is not None  # checked when the variant was chosen
-        msg = current_message(state)
-        system = PLAN_PROMPT.format(
-            persona=deps.persona_name(state.get("persona_id", msg.persona_id)),
-            chat_state=state.get("chat_state", "ABSENT"),
-            interest=state.get("interest", 0.0),
-        )
-        human = "\n\n".join(
-            part
-            for part in (
-                state.get("relation_block", ""),
-                state.get("memory_block", ""),
-                f"{DATA_HEADER}\n最新消息 [{msg.user_name}]：{quoted(msg.content)}",
-            )
-            if part
-        )
-        plan = cast(
-            Plan,
-            deps.chat.with_structured_output(Plan).invoke(
-                [SystemMessage(system), HumanMessage(human)]
-            ),
-        )
-        return plan.action, plan.reason
-
-    return _plan(state, deps, decide)
+    return _plan(state, deps, _by_model)
 
 
 def route_after_plan(state: ReplyState) -> Literal["rank_context", "reply", "emoji", "hand_off"]:

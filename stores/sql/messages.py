@@ -243,6 +243,9 @@ class SqlContextUsage:
             "context_message_ids": usage.context_message_ids,
             "relevance_scores": usage.relevance_scores,
             "llm_response": usage.llm_response,
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "cost": usage.cost,
             "created_at": time.time(),
         }
         with self.engine.begin() as conn:
@@ -270,6 +273,9 @@ class SqlContextUsage:
                 context_message_ids=list(row.context_message_ids),
                 relevance_scores=dict(row.relevance_scores),
                 llm_response=row.llm_response,
+                prompt_tokens=row.prompt_tokens,
+                completion_tokens=row.completion_tokens,
+                cost=row.cost,
             )
 
     def forget(self, target: ForgetTarget) -> int:

@@ -49,7 +49,8 @@ def test_the_graph_is_wired_as_designed(deps: Deps) -> None:
         ("retrieve", "plan", False), ("rank_context", "plan", False),
         ("plan", "rank_context", True), ("plan", "reply", True), ("plan", "emoji", True),
         ("plan", "hand_off", True),
-        ("reply", "hand_off", False), ("emoji", "hand_off", False), ("hand_off", "__end__", False),
+        ("reply", "tools", True), ("reply", "hand_off", True), ("tools", "reply", False),
+        ("emoji", "hand_off", False), ("hand_off", "__end__", False),
     }  # fmt: skip
 
 

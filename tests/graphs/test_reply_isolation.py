@@ -86,7 +86,9 @@ def run_tools(
     deps: Deps, calls: list[dict[str, Any]], chat_id: str = "B", user: str = "20001"
 ) -> list[dict[str, Any]]:
     model = FakeChat(script=[calls, "好的"])  # all calls in one round, then an answer
-    Chat(replace(deps, chat=model), plan="rules", reply="llm").send(
+    # the memory variants travel with the jobs the tools queue: rules, run by drain()
+    rules_memory = {"rewrite": "rules", "merge_profile": "rules"}
+    Chat(replace(deps, chat=model), plan="rules", reply="llm", **rules_memory).send(
         message("@bot 帮我查查", chat_id=chat_id, mentions=["bot"], user_id=user, user_name="小红")
     )
     tool_results = [m for m in model.prompts[-1] if m.type == "tool"]
@@ -191,9 +193,22 @@ def test_a_private_chats_facts_never_reach_a_groups_prompt(deps: Deps) -> None:
 
 
 def test_the_tool_loop_is_bounded(deps: Deps) -> None:
-    endless = FakeChat(script=[{"__tool__": "search_events", "query": "x"}])  # never stops asking
+    asks = [{"__tool__": "search_events", "query": f"x{n}"} for n in range(10)]
+    endless = FakeChat(script=asks)  # never stops asking, something new each time
     out = Chat(replace(deps, chat=endless), plan="rules", reply="llm").send(
         message("@bot 查一下", chat_id="B", mentions=["bot"])
     )
     assert out["action"] == "text_reply"
     assert len(endless.prompts) == deps.chat_rules.max_tool_rounds + 1  # rounds, then an answer
+    assert [c["args"]["query"] for c in out["tool_calls"]] == ["x0", "x1", "x2"]
+    assert out["fallback"][0]["slot"] == "reply"  # it never answered: the rules did
+
+
+def test_a_repeated_tool_call_is_not_run_again(deps: Deps) -> None:
+    same = {"__tool__": "search_events", "query": "x"}
+    model = FakeChat(script=[same, same, "没有找到相关的记忆"])
+    out = Chat(replace(deps, chat=model), plan="rules", reply="llm").send(
+        message("@bot 查一下", chat_id="B", mentions=["bot"])
+    )
+    assert out["reply"] == "没有找到相关的记忆" and len(out["tool_calls"]) == 1
+    assert "不要再调用工具了" in model.last_prompt()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from langgraph.types import Overwrite
 
 from nodes.deps import Deps
 from nodes.memory.embed import embed, reply_context
@@ -21,7 +22,8 @@ from tests.graphs.helpers import job
 
 def state_for(deps: Deps, **changes: Any) -> dict[str, Any]:
     out = intake(job(**changes), Context(), deps)  # type: ignore[arg-type]
-    return {**job(**changes), **out}
+    values = {k: v.value if isinstance(v, Overwrite) else v for k, v in out.items()}
+    return {**job(**changes), **values}
 
 
 def test_intake_validates_and_resets(deps: Deps) -> None:
@@ -47,29 +49,62 @@ def test_rewrite_llm_sends_the_seed_prompt_and_strips_quotes(deps: Deps) -> None
     chat = FakeChat(script=["“小明2026年11月25日要去北京出差。”"])
     state = state_for(deps)
     out = rewrite_llm(state, Context(), Deps(**{**deps.__dict__, "chat": chat}))  # type: ignore[arg-type]
-    assert out == {"text": "小明2026年11月25日要去北京出差。", "attempts": 1}
+    assert (out["text"], out["attempts"]) == ("小明2026年11月25日要去北京出差。", 1)
+    assert out["usage"]["nodes"]["rewrite"]["calls"] == 1
     prompt = chat.last_prompt()
-    assert "你是一个旁观者（史官）" in prompt and "当前时间：2026-11-16T10:05:00+08:00" in prompt
-    assert "交互对象：小明(10001)" in prompt and "群聊「技术交流群」" in prompt
+    assert "你是一个旁观者（史官）" in prompt and "（2026-11-16T10:05:00+08:00）" in prompt
+    assert "2026年11月16日（星期一）10:05" in prompt and "群聊「技术交流群」" in prompt
+    assert "新信息（小明说的话；“我”指小明）" in prompt and prompt.endswith("改写后的文本：")
 
 
-def test_retry_prompt_names_the_offending_words(deps: Deps) -> None:
-    state = {**state_for(deps), "text": "他明天到", "offending": ["他", "明天"]}
-    assert "仍残留这些词：他、明天" in render_rewrite_prompt(state)  # type: ignore[arg-type]
+def test_retry_prompt_gives_the_gates_reasons_and_the_names_to_keep(deps: Deps) -> None:
+    state = {
+        **state_for(deps),
+        "text": "他明天到",
+        "offending": ["他", "明天"],
+        "reasons": ["relative words left: 他、明天", "drops the name 小明、default"],
+    }
+    prompt = render_rewrite_prompt(state)  # type: ignore[arg-type]
+    assert "仍残留这些词：他、明天" in prompt and "drops the name 小明、default" in prompt
+    assert "写出小明、default的名字" in prompt
+
+
+CLEAN = (
+    "default帮小明查了2026年11月17日去北京的高铁；小明2026年11月25日要去北京出差，生日是11月23日"
+)
 
 
 def test_quality_gate_passes_loops_and_degrades(deps: Deps) -> None:
     base = state_for(deps)
-    clean = quality_gate(
-        {**base, "text": "小明2026年11月25日去北京", "attempts": 1}, Context(), deps
-    )  # type: ignore[arg-type]
-    assert clean == {"offending": []} and route_after_gate({**base, **clean}) == "embed"  # type: ignore[typeddict-item]
+    clean = quality_gate({**base, "text": CLEAN, "attempts": 1}, Context(), deps)  # type: ignore[arg-type]
+    assert clean["reasons"] == [] and route_after_gate({**base, **clean}) == "embed"  # type: ignore[typeddict-item]
     again = quality_gate({**base, "text": "他明天去", "attempts": 1}, Context(), deps)  # type: ignore[arg-type]
-    assert again == {"offending": ["他", "明天"]}
+    assert again["offending"] == ["他", "明天"]
+    assert "drops the name 小明、default" in again["reasons"]
     assert route_after_gate({**base, **again}) == "rewrite"  # type: ignore[typeddict-item]
-    done = quality_gate({**base, "text": "他明天去", "attempts": 2}, Context(), deps)  # type: ignore[arg-type]
-    assert done["degraded"] is True and done["text"] == validate_job(job(), deps).raw_text
+    done = quality_gate({**base, **again, "attempts": 2}, Context(), deps)  # type: ignore[arg-type]
+    # the model's attempts failed; the offline rules rewrite passes, so it is stored
+    rules = rewrite_rules(base, Context(), deps)["text"]  # type: ignore[arg-type]
+    assert done["degraded"] is True and done["text"] == rules
+    assert done["reasons"][0].endswith("stored the rules rewrite")
     assert route_after_gate({**base, **done}) == "embed"  # type: ignore[typeddict-item]
+
+
+def test_the_least_bad_attempt_is_stored(deps: Deps) -> None:
+    base = state_for(deps, action_summary="", new_info="他昨天说他下个月辞职")
+    first = quality_gate({**base, "text": '{"x": 1}', "attempts": 1}, Context(), deps)  # type: ignore[arg-type]
+    assert first["reasons"] == ["not prose: JSON"]
+    second = {**base, "tried": first["tried"], "text": "阿强2026年11月15日说他2026年12月辞职"}
+    done = quality_gate({**second, "attempts": 2}, Context(), deps)  # type: ignore[arg-type]
+    # only 他 is left: as good as the rules rewrite, better than the raw text
+    assert done["text"] == "阿强2026年11月15日说他2026年12月辞职"
+    assert done["reasons"] == ["relative words left: 他"] and done["offending"] == ["他"]
+
+
+def test_when_the_rules_do_no_better_than_the_raw_text_it_is_stored(deps: Deps) -> None:
+    base = state_for(deps, action_summary="", new_info="他们说了")  # nothing the rules can fix
+    done = quality_gate({**base, "text": '{"x": 1}', "attempts": 2}, Context(), deps)  # type: ignore[arg-type]
+    assert done["degraded"] is True and done["text"] == "他们说了"
 
 
 def test_embed_writes_one_event_with_its_scope(deps: Deps) -> None:
