@@ -41,6 +41,7 @@ from groupmind.session import open_session
 from groupmind.settings import Settings
 from scripts import localmodel
 from state.context import Context
+from state.validation import InputError
 
 console = Console(width=170)
 MEMORY_NODES = ("rewrite", "quality_gate", "embed", "merge_profile")
@@ -59,7 +60,7 @@ def memorybank_jobs(n: int) -> list[dict[str, Any]]:
                         "request_id": f"mb:{name}:{day}:{i}", "user_id": f"mb-{name}",
                         "user_name": name, "new_info": turn["query"],
                         "action_summary": f"我回复了{name}：“{turn['response'][:200]}”",
-                        "chat_type": "private", "persona_id": "default",
+                        "chat_type": "private", "persona_id": "default", "new_info_by": "user",
                         "timestamp": f"{day}T20:00:00+08:00",
                     }
                 )  # fmt: skip
@@ -121,7 +122,8 @@ def run_memory(settings: Settings, jobs: list[dict[str, Any]], arm: str) -> dict
         walls.append((time.perf_counter() - started) * 1000)
         outcomes.append(out)
         console.print(
-            f"  [{arm}] job {n}/{len(jobs)}: {out.get('status')} {out.get('text', '')[:60]}"
+            f"  {arm} job {n}/{len(jobs)}: {out.get('status')} {out.get('text', '')[:60]}",
+            markup=False,
         )
     return {"outcomes": outcomes, "ms": timer.ms, "walls": walls}
 
@@ -135,10 +137,14 @@ def run_replay(settings: Settings, messages: list[dict[str, Any]], arm: str) -> 
     timer = NodeTimer(REPLY_NODES)
     outs = []
     for raw in messages:
-        outs.append(reply_to(graph, session.deps, raw, context, callbacks=[timer]))
+        try:
+            outs.append(reply_to(graph, session.deps, raw, context, callbacks=[timer]))
+        except InputError:  # the demo chat's deliberately bad line
+            continue
         session.worker.drain()
         r = outs[-1]
-        console.print(f"  [{arm}] {r['message_id']}: {r['action']} {(r.get('reply') or '')[:60]}")
+        said = (r.get("reply") or "")[:60]
+        console.print(f"  {arm} {r['message_id']}: {r['action']} {said}", markup=False)
     return {"outs": outs, "ms": timer.ms}
 
 
