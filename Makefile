@@ -5,14 +5,17 @@ UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model clean
+.PHONY: setup demo test lint serve deploy-venv model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model clean
 
 $(UV):
 	$(PY) -m venv .tools
 	.tools/bin/pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 
+# Bytecode is compiled at install: these machines set PYTHONDONTWRITEBYTECODE, and a CLI
+# that compiles what it imports on every start takes seconds.
 $(VENV)/.synced: $(UV) pyproject.toml uv.lock
-	$(UV) sync --frozen --python $(PY)
+	$(UV) sync --frozen --python $(PY) --compile-bytecode
+	$(BIN)/python -m compileall -q groupmind graphs nodes state stores
 	touch $@
 
 setup: $(VENV)/.synced
@@ -27,6 +30,23 @@ lint: setup
 
 test: lint
 	$(BIN)/pytest
+
+# The graphs on `langgraph dev` (the server extra), on this data dir; PORT=2024 by default.
+serve: setup
+	GROUPMIND_DATA_DIR=$${GROUPMIND_DATA_DIR:-$(CURDIR)/.groupmind} LANGGRAPH_CLI_NO_ANALYTICS=1 \
+	LANGGRAPH_NO_VERSION_CHECK=true $(BIN)/langgraph dev --no-browser --no-reload \
+	--port $${PORT:-2024} --config langgraph.json
+
+# The scale-out server's environment (deploy/): langhost (PostgreSQL + Redis runtime) with
+# groupmind installed beside it; its pins differ from the project's, so it has its own venv.
+DEPLOY_VENV := deploy/.venv
+$(DEPLOY_VENV)/.ready: deploy/requirements.txt pyproject.toml
+	$(PY) -m venv $(DEPLOY_VENV)
+	$(DEPLOY_VENV)/bin/pip install --quiet --disable-pip-version-check -r deploy/requirements.txt -e .
+	$(DEPLOY_VENV)/bin/python -m compileall -q groupmind graphs nodes state stores
+	touch $@
+
+deploy-venv: $(DEPLOY_VENV)/.ready
 
 # Benchmarks: figures printed with the machine noted; not part of `make test`.
 bench: bench-locomo bench-irc bench-latency bench-leaks bench-faults

@@ -153,7 +153,9 @@ def run_arm(
 
 def hold_seconds(deps: Any) -> float:
     """From the chat's first search to its vectors held in memory (loaded in the background)."""
-    query = EventQuery(text="预热", chat_type="group", chat_id="1001", persona_id="default")
+    query = EventQuery(
+        text="预热", platform="qq", chat_type="group", chat_id="1001", persona_id="default"
+    )
     key = (query.chat_type, query.chat_id, query.persona_id)
     t0 = time.perf_counter()
     deps.events.search(query)

@@ -80,6 +80,7 @@ def conversation_jobs(conv: dict[str, Any], tz: Any) -> list[dict[str, Any]]:
                     "persona_id": "default",
                     "timestamp": when.isoformat(),
                     "recent_messages": recent,
+                    "new_info_by": "user",  # the speaker's own turn
                 }
             )
     return jobs
@@ -152,6 +153,7 @@ def main() -> None:
                 continue
             query = EventQuery(
                 text=qa["question"],
+                platform="qq",
                 chat_type="group",
                 chat_id=sample,
                 persona_id="default",

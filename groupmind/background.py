@@ -40,20 +40,22 @@ class BackgroundWorker:
                 self.wake.wait(self.poll_s)
                 self._idle.clear()
 
-    def drain(self, timeout_s: float = 120.0) -> bool:
-        """Wait until no job is due or running (a CLI run that must finish its memory)."""
+    def drain(self, timeout_s: float = 120.0, *, retries: bool = False) -> bool:
+        """Wait until no job is due or running (a CLI run that must finish its memory);
+        with ``retries``, also until jobs waiting out a backoff have run again."""
         deadline = time.monotonic() + timeout_s
         self.wake.set()
         while time.monotonic() < deadline:
-            if self._idle.is_set() and not self.wake.is_set() and not self._due():
+            if self._idle.is_set() and not self.wake.is_set() and not self._due(retries):
                 return True
             time.sleep(0.02)
         return False
 
-    def _due(self) -> bool:
+    def _due(self, retries: bool = False) -> bool:
         jobs = self.worker.jobs
         now = time.time()
-        queued = any(row.next_attempt_at <= now for row in jobs.list("queued", 1000))
+        waiting = jobs.list("queued", 1000)
+        queued = any(retries or row.next_attempt_at <= now for row in waiting)
         return queued or bool(jobs.counts().get("running", 0))
 
     def stop(self) -> None:

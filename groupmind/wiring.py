@@ -21,10 +21,11 @@ from groupmind.settings import Settings
 from groupmind.worker import MemoryWorker
 from nodes.deps import Deps, need
 from nodes.model import Prices, StructuredOutput
-from nodes.reply.emoji import StickerIndex
+from nodes.reply.emoji import StickerIndex, load_library
 from state.context import Context
 from stores.chroma import ChromaEventStore, make_client
 from stores.hybrid import HybridEventStore
+from stores.personas_file import FilePersonaStore
 from stores.sql import (
     SqlChatStates,
     SqlContextUsage,
@@ -102,7 +103,9 @@ def build_deps(
             max_vectors_held=settings.vectors_held,
         ),
         "profiles": SqlProfileStore(engine),
-        "personas": SqlPersonaStore(engine),
+        "personas": FilePersonaStore(
+            settings.resolved_personas_file, fallback=SqlPersonaStore(engine)
+        ),
         "tz": settings.tz,
         "default_platform": settings.default_platform,
         "profile_sharing": settings.profile_sharing,
@@ -113,7 +116,9 @@ def build_deps(
         "context_usage": SqlContextUsage(engine),
         "jobs": SqlJobQueue(engine),
         "run_inbox": SqlRunInbox(engine),
-        "stickers": StickerIndex(client, embeddings, model),
+        "stickers": StickerIndex(
+            client, embeddings, model, load_library(settings.resolved_stickers_dir)
+        ),
         "bot_id": settings.bot_id,
         "rank": settings.rank,
         "chat_rules": settings.chat,
@@ -133,7 +138,16 @@ def settle_heap() -> None:
     gc.freeze()
 
 
+_OPENING = threading.Lock()
+
+
 @lru_cache(maxsize=1)
-def open_runtime() -> Runtime:
-    """The process-wide runtime for graph factories (langgraph.json), from the environment."""
+def _runtime() -> Runtime:
     return build_runtime(Settings())
+
+
+def open_runtime() -> Runtime:
+    """The process-wide runtime for graph factories (langgraph.json), from the environment:
+    built once, even when the server's first requests come in side by side."""
+    with _OPENING:
+        return _runtime()

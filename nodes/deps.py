@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from nodes.model import Prices, StructuredOutput
 from nodes.settings import ChatSettings, RankSettings
 from stores.base import (
+    ChatScope,
     ChatStateRegistry,
     ContextUsageStore,
     EventStore,
@@ -30,6 +32,8 @@ from stores.base import (
 )
 
 T = TypeVar("T")
+log = logging.getLogger("groupmind")
+_WARNED: set[str] = set()  # personas served under their id, warned about once
 
 
 class _Inline(Executor):
@@ -119,11 +123,33 @@ class Deps:
             "max_text_chars": self.max_text_chars,
             "default_platform": self.default_platform,
             "bot_id": self.bot_id,
+            "persona_for": self.persona_for,
         }
 
+    def persona_for(self, platform: str, chat_type: str, chat_id: str) -> str:
+        """The persona that serves a chat when a message names none."""
+        scope = ChatScope(platform=platform, chat_type=chat_type, chat_id=chat_id)  # type: ignore[arg-type]
+        return self.personas.persona_for(scope)
+
     def persona_name(self, persona_id: str) -> str:
+        """The display name; an unconfigured persona is served under its id (one warning)."""
         persona = self.personas.get_persona(persona_id)
-        return persona.name if persona else persona_id
+        if persona is not None:
+            return persona.name
+        if persona_id not in _WARNED:
+            _WARNED.add(persona_id)
+            log.warning(
+                "persona %r is not configured (groupmind persona set %s --name ...): its id "
+                "stands in for its name",
+                persona_id,
+                persona_id,
+            )
+        return persona_id
+
+    def persona_names(self, persona_id: str) -> list[str]:
+        """Every name the persona answers to: its display name and its aliases."""
+        persona = self.personas.get_persona(persona_id)
+        return [persona.name, *persona.aliases] if persona else [persona_id]
 
 
 def need_chat(deps: Deps) -> BaseChatModel:

@@ -26,8 +26,9 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCa
 from langchain_core.runnables import Runnable
 from pydantic import BaseModel, ValidationError
 
+from nodes.settings import StructuredMode
+
 Method = Literal["json_schema", "function_calling", "json_mode"]
-StructuredMode = Literal["auto", "json_schema", "function_calling", "json_mode"]
 ErrorKind = Literal["connection", "timeout", "http", "length", "parse", "error"]
 METHODS: tuple[Method, ...] = ("json_schema", "function_calling", "json_mode")
 M = TypeVar("M", bound=BaseModel)

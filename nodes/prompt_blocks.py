@@ -114,3 +114,10 @@ def render_context(messages: list[StoredMessage]) -> str:
 def render_latest(user_name: str, user_id: str, content: str) -> str:
     """The message being answered; the speaker's id is what the memory tools take."""
     return f"最新消息 [{user_name} id={user_id}]：{quoted(content)}"
+
+
+def info_label(new_info_by: str, user_name: str, persona: str) -> str:
+    """Whose words a job's new_info is, and whom its pronouns stand for."""
+    if new_info_by == "user":
+        return f"新信息（{user_name}说的话；“我”指{user_name}）"
+    return f"新信息（{persona}记下的关于{user_name}的事；“我”指{persona}，“你”指{user_name}）"

@@ -4,7 +4,12 @@ the deployment's settings (``groupmind.settings``) under ``GROUPMIND_RANK__*`` a
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
+
+# How structured answers are asked of the model (nodes/model.py); auto tries each in turn.
+StructuredMode = Literal["auto", "json_schema", "function_calling", "json_mode"]
 
 
 class RankWeights(BaseModel):

@@ -26,6 +26,7 @@ from state.validation import (
     context_limit,
     context_tz,
     parse_timestamp,
+    persona_of,
 )
 from stores.base import ChatScope
 
@@ -71,9 +72,13 @@ class MemoryJob(BaseModel):
     chat_type: ChatTypeField
     chat_id: str | None = Field(default=None, validate_default=True)
     chat_name: Line | None = Field(default=None, max_length=256)
-    persona_id: str = "default"
+    persona_id: str = Field(default="", validate_default=True)  # "": the chat's persona
     timestamp: str
     recent_messages: list[RecentMessage] = Field(default_factory=list)
+    # Who wrote new_info (seed 003): "bot", the bot's end tool (我 = the bot, 你 = the user),
+    # the seed's contract and the default; "user", the user's own words (我 = the user), as
+    # groupmind's hand-off passes them.
+    new_info_by: Literal["bot", "user"] = "bot"
     # From the reply model's tools (seed 000 §3): applied to the profile as given.
     key_facts: list[KeyFact] = Field(default_factory=list, max_length=10)
     impression_update: Text = Field(default="", max_length=MAX_IMPRESSION_CHARS)
@@ -90,10 +95,15 @@ class MemoryJob(BaseModel):
             raise ValueError(f"must be an object of slot -> variant, got {type(value).__name__}")
         return {as_id(k, "slot"): as_id(v, "variant") for k, v in value.items()}
 
-    @field_validator("request_id", "user_id", "persona_id", mode="before")
+    @field_validator("request_id", "user_id", mode="before")
     @classmethod
     def _ids(cls, value: Any) -> str:
         return as_id(value, "id")
+
+    @field_validator("persona_id", mode="before")
+    @classmethod
+    def _persona(cls, value: Any, info: ValidationInfo) -> str:
+        return persona_of(value, info)
 
     @field_validator("platform", mode="before")
     @classmethod
@@ -205,6 +215,7 @@ class MemoryJobInput(TypedDict, total=False):
     persona_id: str
     timestamp: str | float
     recent_messages: list[dict[str, Any]]
+    new_info_by: str
     key_facts: list[dict[str, str]]
     impression_update: str
     # The variants the job was queued with; in the state, the record of which variant ran

@@ -20,6 +20,7 @@ from state.validation import (
     context_limit,
     context_tz,
     parse_timestamp,
+    persona_of,
 )
 from stores.base import ChatScope
 
@@ -44,9 +45,14 @@ class ChatMessage(BaseModel):
     timestamp: str
     reply_to: str | None = None
     mentions: list[str] = Field(default_factory=list)
-    persona_id: str = "default"
+    persona_id: str = Field(default="", validate_default=True)  # "": the chat's persona
 
-    @field_validator("message_id", "user_id", "persona_id", "platform", mode="before")
+    @field_validator("persona_id", mode="before")
+    @classmethod
+    def _persona(cls, value: Any, info: ValidationInfo) -> str:
+        return persona_of(value, info)
+
+    @field_validator("message_id", "user_id", "platform", mode="before")
     @classmethod
     def _ids(cls, value: Any) -> str:
         return as_id(value, "id")

@@ -158,3 +158,16 @@ def context_limit(info: ValidationInfo, key: str, default: int) -> int:
     ctx = info.context or {}
     value = ctx.get(key, default)
     return int(value)
+
+
+def persona_of(value: Any, info: ValidationInfo) -> str:
+    """The persona named, else the one that serves this chat (the validation context's
+    ``persona_for(platform, chat_type, chat_id)``: the operator's personas file), else
+    "default"."""
+    if value is not None and value != "":
+        return as_id(value, "persona_id")
+    choose = (info.context or {}).get("persona_for")
+    data = info.data
+    if callable(choose) and all(data.get(k) for k in ("platform", "chat_type", "chat_id")):
+        return str(choose(data["platform"], data["chat_type"], data["chat_id"]))
+    return "default"

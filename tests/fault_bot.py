@@ -55,7 +55,7 @@ def main(messages_path: Path, progress: Path) -> int:
         progress.with_suffix(".tmp").replace(progress)
     while True:
         try:
-            if background.drain(timeout_s=30):
+            if background.drain(timeout_s=30, retries=True):  # a job failed in the outage too
                 break
         except Exception as exc:  # noqa: BLE001 - the queue may be unreachable a moment
             log.warning("drain: %s", exc)

@@ -149,8 +149,12 @@ def test_demo_runs_and_shows_the_memory_at_work(cli: Any) -> None:
         "rejected",
         "chat_type: unknown chat type",
         "关于小明",
+        "persona xiaoai: 小爱 (also 爱爱)",  # the configured persona, by name
+        "谢谢小爱一直听小明说",  # memories name the persona, never its id
     ):
         assert expected in out, expected
+    alias = out[out.index("爱爱，小明的生日是哪天") :].splitlines()[1]
+    assert "text_reply" in alias and "mentioned" in alias  # an alias wakes the bot
     isolation = out[out.index("2 · isolation") :]
     cat_group = next(
         line for line in isolation.splitlines() if line.strip().startswith("猫咪爱好者")
@@ -208,3 +212,26 @@ def test_rank_prints_context_and_every_candidate(cli: Any, tmp_path: Path) -> No
     assert third["context_ids"] == sorted(
         third["context_ids"], key=[a["message_id"], b["message_id"]].index
     )
+
+
+def test_operator_views_chats_and_jobs(cli: Any, tmp_path: Path) -> None:
+    from tests.graphs.reply_helpers import message
+
+    msgs = [
+        message("@bot 我下周去北京", mentions=["bot"], message_id="v1"),
+        message("在吗", chat_type="private", chat_id=None, user_id="20001", user_name="小红",
+                message_id="v2"),
+    ]  # fmt: skip
+    assert (
+        cli("replay", str(write_jsonl(tmp_path / "m.jsonl", msgs)), "--wait-memory").exit_code == 0
+    )
+    chats = {c["stream"]: c for c in lines(cli("chats", "--json").stdout)}
+    group, dm = chats["qq:group:1001"], chats["qq:private:20001"]
+    assert (group["state"], group["persona_id"], group["messages"]) == ("CHAT", "default", 1)
+    assert group["memories"] == {"default": 1} and group["jobs_waiting"] == 0
+    assert group["name"] == "技术交流群" and dm["memories"] == {"default": 1}
+    jobs = lines(cli("jobs", "--json").stdout)
+    assert {j["status"] for j in jobs} == {"done"}
+    one = jobs[0]
+    assert one["variants"]["rewrite"] == "rules" and one["payload"]["new_info_by"] == "user"
+    assert one["result"]["status"] in ("stored", "degraded") and one["error"] is None

@@ -111,7 +111,8 @@ def test_both_graphs_run_through_the_sdk(server: tuple[str, Path, Path]) -> None
     assert queue.get(asked["handed_off"][0]).status == "done"  # type: ignore[union-attr]
 
     job = {"request_id": "sdk-1", "action_summary": "我帮你查了天气", "new_info": "我明天去北京", "user_id": "1",
-           "user_name": "小明", "chat_type": "group", "chat_id": "1001", "timestamp": "2026-11-16T10:05:00+08:00"}  # fmt: skip
+           "user_name": "小明", "chat_type": "group", "chat_id": "1001", "timestamp": "2026-11-16T10:05:00+08:00",
+           "new_info_by": "user"}  # fmt: skip
     memory_thread = client.threads.create()
     out = client.runs.wait(memory_thread["thread_id"], "memory", input=job)
     assert out["status"] == "stored" and "2026年11月17日" in out["text"], json.dumps(
@@ -216,3 +217,42 @@ def test_double_texting_keeps_every_message(server: tuple[str, Path, Path], stra
     values = client.threads.get_state(thread["thread_id"])["values"]
     taken = set(values["seen_ids"])
     assert {first["message_id"], second["message_id"]} <= taken, (strategy, values)
+
+
+def test_the_onebot_bridge_drives_the_server_through_the_sdk(
+    two_bots: tuple[str, Path, Path],
+) -> None:
+    import asyncio
+
+    from groupmind.onebot.brains import ServerBrain
+    from groupmind.onebot.bridge import Bridge
+    from tests.onebot_standin import SELF_ID, Implementation, group_event, private_event
+
+    async def main() -> None:
+        bridge = Bridge(ServerBrain(two_bots[0], KEY_A, "bot-a"), bot_id="bot")
+        server = await bridge.serve_reverse("127.0.0.1", 0)
+        port = next(iter(server.sockets)).getsockname()[1]
+        impl = Implementation(group_names={7001: "SDK 群"})
+        await impl.dial(f"ws://127.0.0.1:{port}/onebot/v11/ws")
+        at_bot = {"type": "at", "data": {"qq": str(SELF_ID)}}
+        events = [
+            group_event(7001, 40001, [at_bot, {"type": "text", "data": {"text": " 在吗"}}]),
+            private_event(40002, "你好"),
+            private_event(40002, "还在吗"),  # the same chat again: answered after the first
+        ]
+        for event in events:
+            await impl.send(event)
+        sends = await impl.wait_for(3, timeout=90)
+        answered = [a["params"]["message"][0]["data"]["id"] for a in sends]
+        assert sorted(answered) == sorted(str(e["message_id"]) for e in events)
+        dm = [a for a in answered if a in {str(e["message_id"]) for e in events[1:]}]
+        assert dm == [str(events[1]["message_id"]), str(events[2]["message_id"])]  # in order
+        await impl.hang_up()
+        server.close()
+        await bridge.close()
+
+    asyncio.run(main())
+    # the runs are bot-a's: bot-b cannot see their threads
+    other = get_sync_client(url=two_bots[0], api_key=KEY_B)
+    with pytest.raises(httpx.HTTPStatusError):
+        other.threads.get(stream_thread_id("qq:private:40002", "bot-a"))

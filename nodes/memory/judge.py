@@ -100,14 +100,16 @@ def persons(text: str) -> set[str]:
 
 def required_names(job: MemoryJob, persona: str) -> list[str]:
     """Who the exchange is about, so the rewrite must name them: a name it already uses,
-    and whoever its pronouns stand for (in the bot's action 我 is the persona and 你 the
+    and whoever its pronouns stand for (in what the bot wrote 我 is the persona and 你 the
     user; in the user's own words 我 is the user)."""
-    action, info = persons(job.action_summary), persons(job.new_info)
+    bot_wrote = [job.action_summary] + ([job.new_info] if job.new_info_by == "bot" else [])
+    said = persons(job.new_info) if job.new_info_by == "user" else set()
+    by_bot = set().union(*(persons(t) for t in bot_wrote))
     raw = job.raw_text
     needed = []
-    if job.user_name in raw or "second" in action or "first" in info:
+    if job.user_name in raw or "second" in by_bot or "first" in said:
         needed.append(job.user_name)
-    if persona in raw or "first" in action:
+    if persona in raw or "first" in by_bot:
         needed.append(persona)
     return needed
 

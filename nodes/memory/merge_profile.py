@@ -31,7 +31,7 @@ from nodes.memory.profile_change import (
 )
 from nodes.memory.profile_rules import rules_change
 from nodes.model import Usage
-from nodes.prompt_blocks import DATA_HEADER, quoted
+from nodes.prompt_blocks import DATA_HEADER, info_label, quoted
 from state.context import Context
 from state.memory import KeyFact, MemoryJob, MemoryState, current_job
 from stores.base import GroupProfile, ProfileChange
@@ -44,7 +44,7 @@ PROFILE_PROMPT = """根据新信息更新你在{place}对 {user_name} 的侧写�
 你在{place}对 {user_name}({user_id}) 的现有认识（JSON）：
 {old_relationship}
 
-{group_block}新信息：{new_info}
+{group_block}{info_label}：{new_info}
 最近的消息：
 {recent}
 
@@ -74,7 +74,7 @@ class ProfileUpdate(BaseModel):
     group_traits: dict[str, Any] | None = None
 
 
-def render_profile_prompt(job: MemoryJob, current: Current) -> str:
+def render_profile_prompt(job: MemoryJob, current: Current, persona: str) -> str:
     rel, learned = current.relationship, current.learned
     old = {
         "impression_text": learned.impression_text if learned else "",
@@ -104,6 +104,7 @@ def render_profile_prompt(job: MemoryJob, current: Current) -> str:
         user_id=job.user_id,
         old_relationship=json.dumps(old, ensure_ascii=False),
         group_block=group_block,
+        info_label=info_label(job.new_info_by, job.user_name, persona),
         new_info=quoted(job.new_info),
         recent=recent or "（无）",
     )
@@ -141,10 +142,11 @@ def llm_change(job: MemoryJob, update: ProfileUpdate, current: Current) -> Profi
 def merge_profile_llm(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
     chat = need_chat(deps)
     job = current_job(state)
+    persona = state.get("persona_name", job.persona_id)
     usage = Usage()
 
     def compute(current: Current) -> ProfileChange:
-        messages = [HumanMessage(render_profile_prompt(job, current))]
+        messages = [HumanMessage(render_profile_prompt(job, current, persona))]
         try:
             update = model.structured(chat, ProfileUpdate, messages, deps.structured, usage)
         except model.ModelError as exc:
@@ -163,7 +165,8 @@ def merge_profile_llm(state: MemoryState, ctx: Context, deps: Deps) -> dict[str,
 
 def merge_profile_rules(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
     job = current_job(state)
-    return {"profile": apply_with_retry(deps, job, lambda cur: rules_change(job, cur))}
+    persona = state.get("persona_name", job.persona_id)
+    return {"profile": apply_with_retry(deps, job, lambda cur: rules_change(job, cur, persona))}
 
 
 VARIANTS = {"merge_profile": {"rules": merge_profile_rules, "llm": merge_profile_llm}}

@@ -19,6 +19,7 @@ from nodes.memory.profile_change import (
     trim_impression,
     unique,
 )
+from nodes.memory.rewrite import rules_parts
 from state.memory import MemoryJob
 from stores.base import GroupProfile, ProfileChange
 from stores.text import has_cjk, keywords
@@ -156,8 +157,21 @@ def group_profile(job: MemoryJob, current: GroupProfile | None, text: str) -> Gr
     )
 
 
-def rules_change(job: MemoryJob, current: Current) -> ProfileChange:
-    info, ts = job.new_info, job.when.timestamp()
+def in_their_words(job: MemoryJob, persona: str) -> str:
+    """new_info as the person would say it, which is what the patterns read: the bot's
+    notes (``new_info_by="bot"``: 你 is them, 我 the bot) are made absolute, then their
+    name becomes 我 / my / I."""
+    if job.new_info_by == "user":
+        return job.new_info
+    text = rules_parts(job, persona)[1]
+    if not job.user_name.isascii():
+        return text.replace(job.user_name, "我")
+    name = re.escape(job.user_name)
+    return re.sub(rf"\b{name}\b", "I", re.sub(rf"\b{name}'s\b", "my", text))
+
+
+def rules_change(job: MemoryJob, current: Current, persona: str = "") -> ProfileChange:
+    info, ts = in_their_words(job, persona or job.persona_id), job.when.timestamp()
     rel = base_relationship(job, current.relationship)
     learned = base_learned(job, current.learned)
     told = [f.model_dump() for f in job.key_facts]  # from the reply model's tools: as given

@@ -19,7 +19,7 @@ from nodes.deps import Deps, need_chat
 from nodes.memory.absolute import Scene, absolutize
 from nodes.memory.judge import required_names
 from nodes.model import Usage
-from nodes.prompt_blocks import DATA_HEADER, quoted
+from nodes.prompt_blocks import DATA_HEADER, info_label, quoted
 from state.context import Context
 from state.memory import MemoryJob, MemoryState, current_job
 from stores.text import has_cjk
@@ -38,7 +38,6 @@ REWRITE_PROMPT = """你是一个旁观者（史官）。请把下面这段交流
 {parts}"""
 OUTPUT_CUE = "\n\n改写后的文本："
 ACTION_LINE = "行为（{persona}做的事；“我”指{persona}，“你”指{user}）：{text}"
-INFO_LINE = "新信息（{user}说的话；“我”指{user}）：{text}"
 WEEKDAYS_ZH = "一二三四五六日"
 
 RETRY_SUFFIX = """
@@ -65,7 +64,8 @@ def render_rewrite_prompt(state: MemoryState) -> str:
             ACTION_LINE.format(persona=persona, user=job.user_name, text=quoted(job.action_summary))
         )
     if job.new_info:
-        parts.append(INFO_LINE.format(user=job.user_name, text=quoted(job.new_info)))
+        label = info_label(job.new_info_by, job.user_name, persona)
+        parts.append(f"{label}：{quoted(job.new_info)}")
     when = job.when
     prompt = REWRITE_PROMPT.format(
         when=f"{when.year}年{when.month}月{when.day}日（星期{WEEKDAYS_ZH[when.weekday()]}）"
@@ -110,8 +110,8 @@ def addressee(job: MemoryJob, persona_name: str) -> str:
 
 
 def rules_parts(job: MemoryJob, persona: str) -> tuple[str, str]:
-    """The action (the persona speaking) and the new information (the user speaking),
-    each in absolute form."""
+    """The action (the persona speaking) and the new information (the user speaking, or
+    the bot when it wrote it: ``new_info_by``), each in absolute form."""
     names = (
         persona,
         job.user_name,
@@ -128,8 +128,9 @@ def rules_parts(job: MemoryJob, persona: str) -> tuple[str, str]:
         names=names,
     )
     action = absolutize(job.action_summary, scene)
-    user_scene = replace(scene, speaker=job.user_name, addressee=addressee(job, persona))
-    info = absolutize(job.new_info, user_scene)
+    if job.new_info_by == "user":
+        scene = replace(scene, speaker=job.user_name, addressee=addressee(job, persona))
+    info = absolutize(job.new_info, scene)
     return action, info
 
 

@@ -1,12 +1,17 @@
-"""emoji: answer with a sticker, picked from a small bundled library by the meaning of its
-description (embedding search in a Chroma collection of its own)."""
+"""emoji: answer with a sticker, picked from a library by the meaning of its description
+(embedding search in a Chroma collection of its own).
+
+A library is a folder (``STICKERS_DIR``; the bundled one by default) with a
+``stickers.json``: ``[{"id", "description", "file"?, "face"?}]`` — an image file in the
+folder, and/or a QQ face id; a bridge sends whichever it can.
+"""
 
 from __future__ import annotations
 
 import json
 import threading
-from importlib.resources import files
-from typing import Any, cast
+from pathlib import Path
+from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
@@ -18,17 +23,35 @@ from stores.chroma import open_collection
 STICKERS = "stickers"
 
 
-def bundled_stickers() -> list[dict[str, str]]:
-    raw = files("groupmind.demo_data").joinpath("stickers.json").read_text("utf-8")
-    return cast(list[dict[str, str]], json.loads(raw))
+def load_library(folder: Path) -> list[dict[str, str]]:
+    """A sticker folder's entries, image paths made absolute; a bad entry is named."""
+    manifest = folder / "stickers.json"
+    try:
+        entries = json.loads(manifest.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"{manifest}: cannot read the sticker library ({exc})") from None
+    library = []
+    for n, entry in enumerate(entries if isinstance(entries, list) else [None]):
+        if not isinstance(entry, dict) or not entry.get("id") or not entry.get("description"):
+            raise ValueError(f"{manifest}: entry {n}: needs an id and a description")
+        sticker = {k: str(v) for k, v in entry.items() if k in ("id", "description", "face")}
+        if entry.get("file"):
+            path = (folder / str(entry["file"])).resolve()
+            if not path.is_file():
+                raise ValueError(f"{manifest}: entry {n} ({entry['id']}): no file {path}")
+            sticker["file"] = str(path)
+        library.append(sticker)
+    return library
 
 
 class StickerIndex:
     """The library embedded once into Chroma (again only when the library changes)."""
 
-    def __init__(self, client: Any, embeddings: Embeddings, model_name: str) -> None:
+    def __init__(
+        self, client: Any, embeddings: Embeddings, model_name: str, library: list[dict[str, str]]
+    ) -> None:
         self.client, self.embeddings, self.model_name = client, embeddings, model_name
-        self.library = {s["id"]: s for s in bundled_stickers()}
+        self.library = {s["id"]: s for s in library}
         self._store: Any = None
         self._lock = threading.Lock()
 
@@ -38,6 +61,8 @@ class StickerIndex:
                 store = open_collection(self.client, STICKERS, self.embeddings, self.model_name)
                 have = set(store.get(include=[])["ids"])
                 if have != set(self.library):
+                    if have:
+                        store.delete(ids=list(have))
                     store.add_texts(
                         [s["description"] for s in self.library.values()],
                         metadatas=[{"sticker": i} for i in self.library],

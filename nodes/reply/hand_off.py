@@ -72,6 +72,7 @@ def jobs_from_buffer(
                 persona_id=persona_id,
                 timestamp=said[-1]["timestamp"],
                 recent_messages=[r for r in recent if r["user_id"] != user_id] or recent,
+                new_info_by="user",  # their own words: 我 is the speaker
                 variants=dict(variants or {}),
             )
         )

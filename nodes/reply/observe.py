@@ -125,7 +125,7 @@ def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     if not from_self:
         deps.foreground.enter(msg.stream)  # left by hand_off: memory waits for replies
     names = {name: uid for uid, name in store.members(msg.stream).items()}
-    names.update({deps.bot_id: deps.bot_id, deps.persona_name(persona_id): deps.bot_id})
+    names.update({name: deps.bot_id for name in [deps.bot_id, *deps.persona_names(persona_id)]})
     mentions = list(dict.fromkeys([*msg.mentions, *textual_mentions(msg.content, names)]))
     mentions = [m for m in mentions if m != msg.user_id]
     parent = store.get(msg.stream, persona_id, [msg.reply_to]) if msg.reply_to else []

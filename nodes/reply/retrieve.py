@@ -22,7 +22,7 @@ _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="retrieve")
 def retrieve(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     msg = current_message(state)
     persona_id = state.get("persona_id", msg.persona_id)
-    addressing = {deps.persona_name(persona_id), deps.bot_id}
+    addressing = {*deps.persona_names(persona_id), deps.bot_id}
     query = EventQuery(
         text=without_addressing(msg.content, addressing) or msg.content,  # "@小爱" is no topic
         platform=msg.platform,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -45,9 +46,17 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     return create_engine(url, pool_pre_ping=True, **kwargs)
 
 
+_IN_PROCESS = threading.Lock()  # Alembic's context is module-global: one upgrade at a time
+
+
 def migrate(engine: Engine, *, default_platform: str = "qq", revision: str = "head") -> None:
-    """Bring the schema to the newest revision (safe to call from several processes).
-    ``default_platform`` is the platform rows from before revision 0005 are given."""
+    """Bring the schema to the newest revision (safe to call from several processes and
+    threads). ``default_platform`` is the platform rows from before revision 0005 are given."""
+    with _IN_PROCESS:
+        _migrate(engine, default_platform, revision)
+
+
+def _migrate(engine: Engine, default_platform: str, revision: str) -> None:
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.attributes["default_platform"] = default_platform  # for rows older than 0005

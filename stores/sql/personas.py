@@ -7,11 +7,16 @@ import time
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from stores.base import Persona
+from stores.base import ChatScope, Persona
 from stores.sql.schema import PersonaRow
+
+DEFAULT_PERSONA = "default"
 
 
 class SqlPersonaStore:
+    """Personas put from Python before the personas file existed (read as a fallback by
+    ``stores.personas_file``). The SQL table has no aliases nor per-chat choices."""
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
@@ -26,6 +31,14 @@ class SqlPersonaStore:
                 system_prompt=row.system_prompt,
                 begin_dialogs=list(row.begin_dialogs or []),
             )
+
+    def list_personas(self) -> list[Persona]:
+        with Session(self.engine) as s:
+            ids = [row.persona_id for row in s.query(PersonaRow).order_by(PersonaRow.persona_id)]
+        return [p for p in map(self.get_persona, ids) if p is not None]
+
+    def persona_for(self, scope: ChatScope) -> str:
+        return DEFAULT_PERSONA
 
     def put_persona(self, persona: Persona) -> None:
         with Session(self.engine) as s, s.begin():

@@ -23,6 +23,7 @@ def job(request_id: str = "r1", **changes: Any) -> dict[str, Any]:
         "chat_name": "技术交流群",
         "persona_id": "default",
         "timestamp": "2026-11-16T10:05:00+08:00",
+        "new_info_by": "user",  # the user's own words, as groupmind's hand-off passes them
     }
     return {**base, **changes}
 

@@ -160,3 +160,49 @@ def test_affection_is_bounded_and_the_stage_follows_the_bands(deps: Deps) -> Non
     merge_profile_rules(rude, Context(), deps)  # type: ignore[arg-type]
     rel = deps.profiles.get_relationship("qq", "10001")
     assert rel is not None and rel.relationship_score == pytest.approx(0.47)
+
+
+@pytest.mark.parametrize(
+    ("by", "new_info", "expected"),
+    [
+        (
+            "user",
+            "我下个月要去杭州出差，你提醒我带身份证",
+            "小明2026年12月要去杭州出差，小爱提醒小明带身份证",
+        ),
+        (
+            "bot",
+            "你下个月要去杭州出差，我提醒你带身份证",
+            "小明2026年12月要去杭州出差，小爱提醒小明带身份证",
+        ),
+    ],
+)
+def test_new_info_by_says_whose_words_they_are(
+    deps: Deps, by: str, new_info: str, expected: str
+) -> None:
+    deps.personas.put_persona(Persona(persona_id="default", name="小爱"))
+    state = state_for(deps, action_summary="", new_info=new_info, new_info_by=by)
+    assert rewrite_rules(state, Context(), deps)["text"] == expected  # type: ignore[arg-type]
+    prompt = render_rewrite_prompt(state)  # type: ignore[arg-type]
+    label = (
+        "小明说的话；“我”指小明"
+        if by == "user"
+        else "小爱记下的关于小明的事；“我”指小爱，“你”指小明"
+    )
+    assert label in prompt
+    assert (
+        quality_gate({**state, "text": expected, "attempts": 1}, Context(), deps)["reasons"] == []
+    )  # type: ignore[arg-type]
+
+
+def test_the_rules_merge_reads_the_bots_notes_as_about_the_user(deps: Deps) -> None:
+    state = state_for(
+        deps, action_summary="", new_info="你的生日是3月8日，你在腾讯工作", new_info_by="bot"
+    )
+    assert merge_profile_rules(state, Context(), deps)["profile"] == "updated"  # type: ignore[arg-type]
+    learned = deps.profiles.get_learned(
+        ChatScope(platform="qq", chat_type="group", chat_id="1001"), "10001"
+    )
+    assert learned is not None
+    assert {"type": "birthday", "value": "3月8日"} in learned.key_facts
+    assert {"type": "job", "value": "在腾讯工作"} in learned.key_facts

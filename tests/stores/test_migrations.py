@@ -150,3 +150,24 @@ def test_chroma_events_written_without_a_platform_get_the_new_keys(
     again = ChromaEventStore(chroma_client, embeddings, embeddings.name, default_platform="qq")
     assert again.get(["e1"])[0].platform == "lark"  # migrated once, not again
     assert HybridEventStore(again, SqlLexicalIndex(sqlite_engine)).count() == 1
+
+
+def test_queued_hand_off_jobs_keep_the_users_words_as_theirs(engine: Engine) -> None:
+    _drop_all(engine)
+    migrate(engine, revision="0008")
+    base = {**JOB, "platform": "qq", "new_info": "我下周去北京"}
+    _insert(engine, "memory_jobs", [
+        {"request_id": rid, "payload": payload, "status": status, "attempts": 0,
+         "created_at": 1.0, "updated_at": 1.0, "next_attempt_at": 1.0, "platform": "qq",
+         "chat_type": "group", "chat_id": "1001", "user_id": "u1"}
+        for rid, payload, status in (
+            ("mem-1", base, "queued"),  # groupmind's hand-off: the user's own words
+            ("mem-2", {**base, "new_info_by": "bot"}, "failed"),  # said so: kept
+            ("tool-3", base, "queued"),  # the reply model's tools write as the bot
+        )
+    ])  # fmt: skip
+    migrate(engine)
+    queue = SqlJobQueue(engine)
+    assert queue.get("mem-1").payload["new_info_by"] == "user"  # type: ignore[union-attr]
+    assert queue.get("mem-2").payload["new_info_by"] == "bot"  # type: ignore[union-attr]
+    assert "new_info_by" not in queue.get("tool-3").payload  # type: ignore[union-attr]

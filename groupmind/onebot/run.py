@@ -1,0 +1,71 @@
+"""``groupmind onebot``: the bridge with its brain, until SIGINT or SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from groupmind.onebot.brains import Brain, InProcessBrain, ServerBrain
+from groupmind.onebot.bridge import PATH, Bridge
+from groupmind.onebot.events import StickerMode
+from groupmind.settings import Settings
+
+log = logging.getLogger("groupmind.onebot")
+
+
+@dataclass(frozen=True)
+class BridgeOptions:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    access_token: str | None = None
+    connect: str | None = None  # forward mode: the implementation's WebSocket URL
+    server: str | None = None  # a LangGraph server instead of the graphs in-process
+    api_key: str | None = None
+    platform: str = "qq"
+    stickers: StickerMode = "image"
+
+
+def make_brain(settings: Settings, opts: BridgeOptions, variants: dict[str, str]) -> Brain:
+    if opts.server:
+        return ServerBrain(opts.server, opts.api_key, settings.bot_id, variants)
+    return InProcessBrain(settings, variants)
+
+
+async def run_bridge(
+    settings: Settings,
+    opts: BridgeOptions,
+    variants: dict[str, str],
+    say: Callable[[str], object] = print,
+) -> None:
+    brain = await asyncio.to_thread(make_brain, settings, opts, variants)
+    bridge = Bridge(
+        brain,
+        bot_id=settings.bot_id,
+        platform=opts.platform,
+        access_token=opts.access_token,
+        sticker_mode=opts.stickers,
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    where = f"LangGraph server {opts.server}" if opts.server else "the graphs in this process"
+    try:
+        if opts.connect:
+            say(f"connecting to {opts.connect} (answers from {where}); Ctrl-C to stop")
+            await bridge.connect_forward(opts.connect, stop)
+        else:
+            server = await bridge.serve_reverse(opts.host, opts.port)
+            say(f"OneBot v11 reverse WebSocket on ws://{opts.host}:{opts.port}{PATH} "
+                f"(answers from {where}); Ctrl-C to stop")  # fmt: skip
+            await stop.wait()
+            server.close()
+            await server.wait_closed()
+        await asyncio.wait_for(bridge.drain(), 30)
+    except TimeoutError:
+        log.warning("onebot: stopped with messages still being answered")
+    finally:
+        await bridge.close()

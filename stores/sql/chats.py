@@ -1,0 +1,81 @@
+"""Every chat groupmind has seen, for operators (``groupmind chats``): its state, the
+persona speaking there, and how much is kept about it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import Engine, func, select
+from sqlalchemy.orm import Session
+
+from stores.sql.schema import (
+    ChatStateRow,
+    EventDocRow,
+    GroupProfileRow,
+    MemoryJobRow,
+    MessageRow,
+)
+
+
+@dataclass
+class ChatSummary:
+    stream: str  # platform:chat_type:chat_id
+    name: str = ""
+    state: str = "ABSENT"
+    persona_id: str = ""  # of the latest message
+    messages: int = 0
+    last_message_at: float | None = None
+    memories: dict[str, int] = field(default_factory=dict)  # persona -> events
+    jobs_waiting: int = 0  # queued, running or failed
+
+
+def _key(platform: str, chat_type: str, chat_id: str) -> str:
+    return f"{platform}:{chat_type}:{chat_id}"
+
+
+def chat_overview(engine: Engine) -> list[ChatSummary]:
+    chats: dict[str, ChatSummary] = {}
+
+    def chat(stream: str) -> ChatSummary:
+        return chats.setdefault(stream, ChatSummary(stream))
+
+    with Session(engine) as s:
+        latest = (
+            select(MessageRow.stream, func.count(), func.max(MessageRow.seq))
+            .where(MessageRow.from_bot.is_(False))
+            .group_by(MessageRow.stream)
+        )
+        last_seqs = {}
+        for stream, count, seq in s.execute(latest):
+            chat(stream).messages = count
+            last_seqs[seq] = stream
+        for row in s.scalars(select(MessageRow).where(MessageRow.seq.in_(list(last_seqs)))):
+            chat(row.stream).persona_id = row.persona_id
+            chat(row.stream).last_message_at = row.timestamp
+        for stream, state in s.execute(select(ChatStateRow.stream, ChatStateRow.state)):
+            chat(stream).state = state
+        events = select(
+            EventDocRow.platform, EventDocRow.chat_type, EventDocRow.chat_id,
+            EventDocRow.persona_id, func.count(), func.max(EventDocRow.chat_name),
+        ).group_by(EventDocRow.platform, EventDocRow.chat_type, EventDocRow.chat_id,
+                   EventDocRow.persona_id)  # fmt: skip
+        for platform, chat_type, chat_id, persona, count, name in s.execute(events):
+            summary = chat(_key(platform, chat_type, chat_id))
+            summary.memories[persona] = count
+            summary.name = summary.name or name or ""
+        waiting = (
+            select(
+                MemoryJobRow.platform, MemoryJobRow.chat_type, MemoryJobRow.chat_id, func.count()
+            )
+            .where(MemoryJobRow.status != "done")
+            .group_by(MemoryJobRow.platform, MemoryJobRow.chat_type, MemoryJobRow.chat_id)
+        )
+        for platform, chat_type, chat_id, count in s.execute(waiting):
+            chat(_key(platform, chat_type, chat_id)).jobs_waiting = count
+        for platform, group_id, name in s.execute(
+            select(GroupProfileRow.platform, GroupProfileRow.group_id, GroupProfileRow.group_name)
+        ):
+            found = chats.get(_key(platform, "group", group_id))
+            if found is not None and name:
+                found.name = name
+    return sorted(chats.values(), key=lambda c: -(c.last_message_at or 0))
