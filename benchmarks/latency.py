@@ -35,6 +35,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from benchmarks.common import NodeTimer, machine, pct
+from benchmarks.servers import server_arms
 from graphs.reply import build_reply_graph
 from groupmind.chatting import reply_context, reply_to
 from groupmind.checkpoint import make_checkpointer
@@ -183,10 +184,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--scales", type=int, nargs="+", default=[1000, 10000, 200000])
+    parser.add_argument("--scales", type=int, nargs="*", default=[1000, 10000, 200000])
     parser.add_argument("--messages", type=int, default=200)
     parser.add_argument("--work-dir", type=Path, default=Path(".groupmind/bench-latency"))
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
+    parser.add_argument("--server-messages", type=int, default=100,
+                        help="SDK round trips per server arm (0: no server arm)")  # fmt: skip
     args = parser.parse_args()
     console.print(f"[bold]reply-graph latency[/bold] on {machine()}")
     report: dict[str, Any] = {"machine": machine(), "scales": {}}
@@ -222,10 +225,28 @@ def main() -> None:
         runtime.background.stop()  # type: ignore[union-attr]
         report["scales"][n] = {"load_s": load_s, "hold_s": hold_s, **arms}
         print_scale(n, load_s, hold_s, arms)
+    if args.server_messages:
+        report["servers"] = server_arms(args.server_messages)
+        print_servers(report["servers"])
     args.out.mkdir(exist_ok=True)
     out = args.out / f"latency-{datetime.now():%Y%m%d-%H%M%S}.json"
     out.write_text(json.dumps(report, indent=1))
     console.print(f"written: {out}")
+
+
+def print_servers(servers: dict[str, Any]) -> None:
+    table = Table("server", "messages", "round trip p50 (ms)", "p95 (ms)",
+                  title="a reply through langgraph_sdk (rules variants), one chat")  # fmt: skip
+    measured = {k: v for k, v in servers.items() if isinstance(v, list)}
+    for name, value in servers.items():
+        if isinstance(value, str):
+            table.add_row(name, "–", value, "")
+            continue
+        table.add_row(name, str(len(value)), f"{pct(value, 50):.1f}", f"{pct(value, 95):.1f}")
+    console.print(table)
+    if len(measured) == 2:
+        (a, dev), (b, pg) = measured.items()
+        console.print(f"p50 ratio {a} / {b}: {pct(dev, 50) / pct(pg, 50):.2f}")
 
 
 def print_scale(n: int, load_s: float, hold_s: float, arms: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""The ``groupmind`` command line (DESIGN.md "Command line")."""
+"""The ``groupmind`` command line (docs/contracts.md "Command line")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The memory job (DESIGN.md "Memory job", seed 003 §4.2) and the memory graph's state."""
+"""The memory job (docs/contracts.md "Memory job") and the memory graph's state."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ class MemoryJob(BaseModel):
     new_info: str
     user_id: str
     user_name: Line = Field(min_length=1, max_length=128)
-    # DESIGN.md: optional; a job without one is on the deployment's default platform.
+    # docs/contracts.md: optional; a job without one is on the deployment's default platform.
     platform: str = Field(default="", validate_default=True)
     chat_type: ChatTypeField
     chat_id: str | None = Field(default=None, validate_default=True)
@@ -201,7 +201,7 @@ def build_job(context: Mapping[str, Any], **fields: Any) -> MemoryJob:
 
 
 class MemoryJobInput(TypedDict, total=False):
-    """What a caller sends to the memory graph: one memory job (DESIGN.md)."""
+    """What a caller sends to the memory graph: one memory job (docs/contracts.md)."""
 
     request_id: str
     action_summary: str

@@ -1,4 +1,4 @@
-"""The input message (DESIGN.md "Input message") and the reply graph's state."""
+"""The input message (docs/contracts.md "Input message") and the reply graph's state."""
 
 from __future__ import annotations
 

@@ -98,7 +98,7 @@ def as_id(value: Any, field: str) -> str:
 
 
 def chat_id_of(value: Any, info: ValidationInfo) -> str | None:
-    """DESIGN.md: a group needs its id; a private chat's id is the user's (it defaults to
+    """docs/contracts.md: a group needs its id; a private chat's id is the user's (it defaults to
     it, and another id is refused, except on the bot's own messages fed back)."""
     chat_type, user_id = info.data.get("chat_type"), info.data.get("user_id")
     chat_id = None if value is None or value == "" else as_id(value, "chat_id")

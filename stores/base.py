@@ -34,7 +34,7 @@ def stage_for(score: float) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class ChatScope:
-    """A conversation scope: one chat on one platform (DESIGN.md "Isolation"). The same chat
+    """A conversation scope: one chat on one platform (docs/scopes.md). The same chat
     id on two platforms is two scopes; a private chat's id is the user's id. Conversation
     content (events, messages, buffers) is further split by persona."""
 
@@ -488,7 +488,7 @@ class StoredMessage:
 @runtime_checkable
 class MessageStore(Protocol):
     """Messages per stream and persona: every read names both (a persona's conversation is
-    its own, DESIGN.md "Isolation")."""
+    its own, docs/scopes.md)."""
 
     def add(self, message: StoredMessage) -> StoredMessage:
         """Store a message (idempotent by stream, persona and message id); returns it with

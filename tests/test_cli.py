@@ -13,14 +13,22 @@ from groupmind.cli import app
 from tests.graphs.helpers import job
 
 
-@pytest.fixture
-def cli(tmp_path: Path) -> Any:
+def cli_on(data: Path, monkeypatch: pytest.MonkeyPatch | None = None, **settings: str) -> Any:
+    """The CLI on a data dir, with ``GROUPMIND_*`` settings (``chat_model="x"``) set."""
+    for key, value in settings.items():
+        assert monkeypatch is not None
+        monkeypatch.setenv(f"GROUPMIND_{key.upper()}", value)
     runner = CliRunner()
 
     def invoke(*args: str) -> Any:
-        return runner.invoke(app, ["--data-dir", str(tmp_path / "data"), *args])
+        return runner.invoke(app, ["--data-dir", str(data), *args])
 
     return invoke
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Any:
+    return cli_on(tmp_path / "data")
 
 
 def write_jsonl(path: Path, rows: list[Any]) -> Path:

@@ -8,7 +8,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from groupmind.threads import stream_thread_id
 from stores.sql import SqlJobQueue, make_engine
 from tests.conftest import _free_port
 from tests.graphs.reply_helpers import message
+from tests.serving import wait_ok
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -49,19 +49,7 @@ def start(tmp: Path, **env: str) -> Iterator[tuple[str, Path, Path]]:
     with log_path.open("w") as log:
         proc = subprocess.Popen(cmd, cwd=tmp, env=environ, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"{url}/ok", timeout=1) as response:
-                if response.status == 200:
-                    break
-        except OSError:
-            if proc.poll() is not None:
-                pytest.fail(f"langgraph dev exited: {log_path.read_text()[-2000:]}")
-            time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail("langgraph dev did not answer /ok within 90 s")
+    wait_ok(url, proc, log_path, timeout=90)
     yield url, data, log_path
     proc.terminate()
     try:

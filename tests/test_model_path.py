@@ -13,15 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from groupmind.cli import app
 from groupmind.settings import Settings
 from groupmind.wiring import build_runtime
 from tests.graphs.helpers import job
 from tests.graphs.reply_helpers import message
 from tests.standin import Request, Script, StandIn, serve
-from tests.test_cli import lines, write_jsonl
+from tests.test_cli import cli_on, lines, write_jsonl
 
 LLM = ["--variant", "plan=llm", "--variant", "reply=llm"]
 RULES_MEMORY = ["--variant", "rewrite=rules", "--variant", "merge_profile=rules"]
@@ -41,17 +39,8 @@ def standin() -> Iterator[StandIn]:
 
 @pytest.fixture
 def cli(tmp_path: Path, standin: StandIn, monkeypatch: pytest.MonkeyPatch) -> Any:
-    for key, value in {
-        "CHAT_MODEL": "standin", "CHAT_BASE_URL": standin.url, "CHAT_API_KEY": "standin",
-        "CHAT_MAX_RETRIES": "0", "CHAT_TIMEOUT_S": "1",
-    }.items():  # fmt: skip
-        monkeypatch.setenv(f"GROUPMIND_{key}", value)
-    runner = CliRunner()
-
-    def invoke(*args: str) -> Any:
-        return runner.invoke(app, ["--data-dir", str(tmp_path / "data"), *args])
-
-    return invoke
+    return cli_on(tmp_path / "data", monkeypatch, chat_model="standin", chat_base_url=standin.url,
+                  chat_api_key="standin", chat_max_retries="0", chat_timeout_s="1")  # fmt: skip
 
 
 def said(text: str, n: int) -> dict[str, Any]:

@@ -10,31 +10,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from groupmind.cli import app
 from nodes.memory.judge import not_prose
 from tests.graphs.helpers import job
 from tests.graphs.reply_helpers import message
-from tests.test_cli import lines, write_jsonl
+from tests.test_cli import cli_on, lines, write_jsonl
 
 pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.timeout(1200)]
 
 
 @pytest.fixture
 def cli(tmp_path: Path, llama_server: str, monkeypatch: pytest.MonkeyPatch) -> Any:
-    for key, value in {
-        "CHAT_MODEL": "qwen2.5-coder-1.5b-instruct", "CHAT_BASE_URL": llama_server,
-        "CHAT_API_KEY": "local", "CHAT_TIMEOUT_S": "180", "CHAT_MAX_TOKENS": "1024",
-        "CHAT_TEMPERATURE": "0",
-    }.items():  # fmt: skip
-        monkeypatch.setenv(f"GROUPMIND_{key}", value)
-    runner = CliRunner()
-
-    def invoke(*args: str) -> Any:
-        return runner.invoke(app, ["--data-dir", str(tmp_path / "data"), *args])
-
-    return invoke
+    return cli_on(tmp_path / "data", monkeypatch, chat_model="qwen2.5-coder-1.5b-instruct",
+                  chat_base_url=llama_server, chat_api_key="local", chat_timeout_s="180",
+                  chat_max_tokens="1024", chat_temperature="0")  # fmt: skip
 
 
 def test_memory_jobs_run_rewrite_and_merge_on_the_model(cli: Any, tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""retrieve: what the bot remembers that bears on this message (DESIGN.md "Isolation"):
+"""retrieve: what the bot remembers that bears on this message (docs/scopes.md):
 events strictly in this chat's scope and this persona; the relationship block (seed 000
 §4.1) and the user's profile from what this chat may see under the sharing policy; this
 group's profile. Injected in seed 003 §5.1's format, every user text quoted as data."""

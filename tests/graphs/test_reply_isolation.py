@@ -1,6 +1,6 @@
 """Isolation in the reply graph: what is injected and what tools return never leaves this
 chat (platform, type, id) and this persona, whatever the user or the model asks; tool
-writes land in this chat's profile, once (DESIGN.md "Isolation")."""
+writes land in this chat's profile, once (docs/scopes.md)."""
 
 from __future__ import annotations
 
