@@ -18,7 +18,7 @@ from nodes.memory.embed import route_after_embed
 from nodes.memory.quality_gate import route_after_gate
 from nodes.variants import slot
 from state.context import Context
-from state.memory import MemoryJobInput, MemoryOutput, MemoryState
+from state.memory import MemoryJobInput, MemoryOutput, MemoryState, job_variants
 
 MemoryGraph = CompiledStateGraph[MemoryState, Context, MemoryJobInput, MemoryOutput]
 
@@ -28,8 +28,9 @@ def build_memory_graph(deps: Deps, *, checkpointer: Checkpointer = None) -> Memo
         MemoryState, context_schema=Context, input_schema=MemoryJobInput, output_schema=MemoryOutput
     )
     for name in VARIANTS:
-        # A slot picks its variant per run; typed loosely since variants share one signature.
-        g.add_node(name, cast(Any, slot(name, VARIANTS, deps)))
+        # A slot picks its variant per run (the job's own first); typed loosely since
+        # variants share one signature.
+        g.add_node(name, cast(Any, slot(name, VARIANTS, deps, pinned=job_variants)))
     g.add_edge(START, "intake")
     g.add_edge("intake", "rewrite")
     g.add_edge("rewrite", "quality_gate")

@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from langgraph.graph.state import CompiledStateGraph
@@ -112,20 +112,16 @@ class MemoryWorker:
         )
         return None if row is None else self.run(row)
 
-    def context_for(self, row: JobRow) -> Context:
-        """This worker's context with the variants the job was queued with."""
-        asked = row.payload.get("variants") if isinstance(row.payload, dict) else None
-        if not isinstance(asked, dict) or not asked:
-            return self.context
-        variants = {**self.context.variants, **{k: v for k, v in asked.items() if k in VARIANTS}}
-        return replace(self.context, variants=variants)
-
     def run(self, row: JobRow) -> Outcome:
-        context = self.context_for(row)
+        # The graph runs the job's own variants (graphs/memory.py); the metadata says so.
+        own = row.payload.get("variants") or {}
         config: Any = {
             "configurable": {"thread_id": row.request_id},
             "run_name": "memory",
-            "metadata": {"request_id": row.request_id, "variants": dict(context.variants)},
+            "metadata": {
+                "request_id": row.request_id,
+                "variants": {**self.context.variants, **own},
+            },
         }
         try:
             with self._heartbeat(row.request_id):
@@ -134,7 +130,7 @@ class MemoryWorker:
                 out = self.graph.invoke(
                     None if pending else row.payload,
                     config,
-                    context=context,
+                    context=self.context,
                     durability="sync",
                 )
         except InputError as exc:  # the payload itself is bad: retrying cannot help

@@ -9,6 +9,7 @@ written to the state's ``variants`` so traces and thread history show which arm 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -56,11 +57,20 @@ def resolve_all(
     return {slot: choose(slot, registry, ctx, deps) for slot in registry}
 
 
-def slot(name: str, registry: Mapping[str, Mapping[str, VariantFn]], deps: Deps) -> NodeFn:
-    """The node function for a slot: picks the variant per run and records the choice."""
+def slot(
+    name: str,
+    registry: Mapping[str, Mapping[str, VariantFn]],
+    deps: Deps,
+    pinned: Callable[[Any], Mapping[str, str]] | None = None,
+) -> NodeFn:
+    """The node function for a slot: picks the variant per run and records the choice.
+    ``pinned`` reads variants the work itself carries (a memory job's): they win over the
+    run's context, so a job runs the arms it was queued with wherever it runs."""
 
     def node(state: Any, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx = as_context(runtime.context)
+        if pinned is not None and (own := pinned(state)):
+            ctx = replace(ctx, variants={**ctx.variants, **own})
         variant = choose(name, registry, ctx, deps)
         out = registry[name][variant](state, ctx, deps)
         return {**out, "variants": {name: variant}}

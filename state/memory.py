@@ -249,6 +249,11 @@ class MemoryOutput(TypedDict, total=False):
     variants: dict[str, str]
 
 
+def job_variants(state: MemoryState) -> dict[str, str]:
+    """The variants a job was queued with (none before intake has validated it)."""
+    return current_job(state).variants if state.get("job") is not None else {}
+
+
 def current_job(state: MemoryState) -> MemoryJob:
     """The job as intake validated it (rebuilt, not validated again, from a dict)."""
     job: Any = state["job"]

@@ -200,3 +200,11 @@ def test_a_failed_step_resumes_there_without_redoing_the_rest(deps: Deps) -> Non
     out = graph.invoke(None, config, context=ctx, durability="sync")
     assert out["status"] == "stored"
     assert len(chat.prompts) == 1  # the historian was not asked twice
+
+
+def test_a_job_runs_the_variants_it_was_queued_with_wherever_it_runs(deps: Deps) -> None:
+    chat = FakeChat(script=["not asked"])  # with a model, llm would be every slot's default
+    pinned = job(variants={"rewrite": "rules", "merge_profile": "rules"})
+    out = run(with_chat(deps, chat), pinned, variants={"rewrite": "llm"})  # the job wins
+    assert out["variants"]["rewrite"] == "rules" and out["variants"]["merge_profile"] == "rules"
+    assert chat.prompts == []
