@@ -24,7 +24,7 @@ from state.validation import InputError, describe_validation_error
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 out = Console(soft_wrap=True)
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error naming a path stays one line
 
 
 class State:

@@ -14,7 +14,7 @@ from groupmind.settings import Settings
 
 app = typer.Typer(no_args_is_help=True, help="Personas: who the bot is, in which chat.")
 out = Console(soft_wrap=True)
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error naming a path stays one line
 
 
 def _store(settings: Settings) -> Any:
@@ -22,7 +22,7 @@ def _store(settings: Settings) -> Any:
 
     store = FilePersonaStore(settings.resolved_personas_file)
     try:
-        store.book()
+        store.check()
     except PersonaFileError as exc:
         err.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None

@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError, ValidationInfo
 
+from stores.base import DEFAULT_PERSONA
+
 MAX_ID_CHARS = 128
 EARLIEST = datetime(1990, 1, 1, tzinfo=UTC).timestamp()
 LATEST = datetime(2200, 1, 1, tzinfo=UTC).timestamp()
@@ -163,11 +165,11 @@ def context_limit(info: ValidationInfo, key: str, default: int) -> int:
 def persona_of(value: Any, info: ValidationInfo) -> str:
     """The persona named, else the one that serves this chat (the validation context's
     ``persona_for(platform, chat_type, chat_id)``: the operator's personas file), else
-    "default"."""
+    ``DEFAULT_PERSONA``."""
     if value is not None and value != "":
         return as_id(value, "persona_id")
     choose = (info.context or {}).get("persona_for")
     data = info.data
     if callable(choose) and all(data.get(k) for k in ("platform", "chat_type", "chat_id")):
         return str(choose(data["platform"], data["chat_type"], data["chat_id"]))
-    return "default"
+    return DEFAULT_PERSONA

@@ -376,6 +376,9 @@ def profile_view(
 # --- personas -----------------------------------------------------------------------------
 
 
+DEFAULT_PERSONA = "default"  # who serves a chat when nothing says otherwise
+
+
 @dataclass(kw_only=True)
 class Persona:
     """seed 001 §1.1: who the bot is in a chat. ``name`` is what memories and prompts call

@@ -13,11 +13,14 @@
     "qq:group:2002" = "meow"             # platform:chat_type:chat_id = persona id
 
 The file is read again whenever it changes, so every process (bot, server, worker) follows
-an edit. Personas put from Python before the file existed are still found (the fallback).
+an edit. An edit that does not parse is logged, and the last good version goes on serving
+(a typo must not turn every message away); ``check()`` reports it. Personas put from
+Python before the file existed are still found (the fallback).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 import threading
@@ -28,9 +31,9 @@ from typing import Any
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from stores.base import ChatScope, Persona, PersonaStore
+from stores.base import DEFAULT_PERSONA, ChatScope, Persona, PersonaStore
 
-DEFAULT_PERSONA = "default"
+log = logging.getLogger("groupmind")
 
 
 class PersonaEntry(BaseModel):
@@ -63,8 +66,9 @@ class PersonaBook(BaseModel):
     @classmethod
     def _chat_keys(cls, value: dict[str, str]) -> dict[str, str]:
         for key in value:
-            parts = key.split(":")
-            if len(parts) != 3 or parts[1] not in ("group", "private") or not all(parts):
+            platform, _, rest = key.partition(":")
+            chat_type, _, chat_id = rest.partition(":")
+            if not (platform and chat_id) or chat_type not in ("group", "private"):
                 raise ValueError(f"{key!r}: a chat is platform:group|private:chat_id")
         return value
 
@@ -82,7 +86,8 @@ class FilePersonaStore:
         self._book = PersonaBook()
 
     def book(self) -> PersonaBook:
-        """The file as it is now (read again when it changed; an empty book without one)."""
+        """The file as it is now (read again when it changed; an empty book without one).
+        A version that does not parse is logged once; the last good one goes on."""
         try:
             stat = self.path.stat()
         except FileNotFoundError:
@@ -90,8 +95,16 @@ class FilePersonaStore:
         seen = (stat.st_mtime, stat.st_size)
         with self._lock:
             if seen != self._seen:
-                self._book, self._seen = self._read(), seen
+                self._seen = seen
+                try:
+                    self._book = self._read()
+                except PersonaFileError as exc:
+                    log.error("%s; serving the last good version", exc)
             return self._book
+
+    def check(self) -> PersonaBook:
+        """The file as it is now, or PersonaFileError naming the file and the field."""
+        return self._read() if self.path.exists() else PersonaBook()
 
     def _read(self) -> PersonaBook:
         try:

@@ -83,18 +83,28 @@ def test_an_unconfigured_persona_is_served_under_its_id(deps: Deps, caplog: Any)
     assert caplog.text.count("persona 'ghost' is not configured") == 1  # one warning
 
 
-def test_an_edited_file_is_read_again_and_a_broken_one_named(tmp_path: Path) -> None:
+def test_an_edited_file_is_read_again_and_a_broken_one_named(tmp_path: Path, caplog: Any) -> None:
     path = tmp_path / "personas.toml"
     store = FilePersonaStore(path)
     assert store.persona_for(CATS) == "default" and store.list_personas() == []
     path.write_text('default = "meow"\n[personas.meow]\nname = "阿喵"\n', encoding="utf-8")
     assert store.persona_for(CATS) == "meow" and store.get_persona("meow").name == "阿喵"  # type: ignore[union-attr]
+    caplog.set_level(logging.ERROR, "groupmind")
     path.write_text('[personas.meow]\nnam = "typo"\n', encoding="utf-8")
     with pytest.raises(PersonaFileError, match=r"personas\.meow\.name: Field required"):
-        store.get_persona("meow")
+        store.check()  # what `groupmind persona` reports
+    # a typo must not turn every message away: the last good version goes on serving
+    assert store.persona_for(CATS) == "meow" and store.get_persona("meow").name == "阿喵"  # type: ignore[union-attr]
+    assert "personas.meow.name: Field required; serving the last good version" in caplog.text
     path.write_text('[chats]\n"qq:channel:1" = "meow"\n', encoding="utf-8")
     with pytest.raises(PersonaFileError, match="a chat is platform:group|private:chat_id"):
-        store.persona_for(CATS)
+        store.check()
+
+
+def test_a_broken_file_is_named_by_the_persona_commands(tmp_path: Path) -> None:
+    (tmp_path / "personas.toml").write_text("default = [", encoding="utf-8")
+    result = CliRunner().invoke(app, ["--data-dir", str(tmp_path), "persona", "list"])
+    assert result.exit_code == 2 and "personas.toml: not valid TOML" in result.stderr
 
 
 def test_the_persona_commands(tmp_path: Path) -> None:

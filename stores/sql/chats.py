@@ -4,10 +4,12 @@ persona speaking there, and how much is kept about it."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
+from stores.base import ChatScope
 from stores.sql.schema import (
     ChatStateRow,
     EventDocRow,
@@ -29,8 +31,8 @@ class ChatSummary:
     jobs_waiting: int = 0  # queued, running or failed
 
 
-def _key(platform: str, chat_type: str, chat_id: str) -> str:
-    return f"{platform}:{chat_type}:{chat_id}"
+def _key(platform: str, chat_type: Any, chat_id: str) -> str:
+    return ChatScope(platform=platform, chat_type=chat_type, chat_id=chat_id).key
 
 
 def chat_overview(engine: Engine) -> list[ChatSummary]:

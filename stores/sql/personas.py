@@ -7,10 +7,8 @@ import time
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from stores.base import ChatScope, Persona
+from stores.base import DEFAULT_PERSONA, ChatScope, Persona
 from stores.sql.schema import PersonaRow
-
-DEFAULT_PERSONA = "default"
 
 
 class SqlPersonaStore:
