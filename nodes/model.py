@@ -31,6 +31,7 @@ from nodes.settings import StructuredMode
 Method = Literal["json_schema", "function_calling", "json_mode"]
 ErrorKind = Literal["connection", "timeout", "http", "length", "parse", "error"]
 METHODS: tuple[Method, ...] = ("json_schema", "function_calling", "json_mode")
+UNREACHABLE: tuple[ErrorKind, ...] = ("connection", "timeout")  # not worth asking again now
 M = TypeVar("M", bound=BaseModel)
 
 # HTTP statuses that may mean "this endpoint does not do that request format": auto then
@@ -203,7 +204,7 @@ def structured(
             value = _ASK[method](chat, schema, list(messages), usage, endpoint)
         except ModelError as exc:
             last = exc
-            if policy.mode != "auto" or exc.kind in ("connection", "timeout", "length"):
+            if policy.mode != "auto" or exc.kind in (*UNREACHABLE, "length"):
                 raise
             if exc.kind == "http":
                 if exc.status not in FORMAT_STATUSES:

@@ -73,6 +73,9 @@ def test_every_model_failure_falls_back_and_the_replay_goes_on(
             assert f"model endpoint {standin.url}: {what}" in fallback["error"]
     assert out["x4"]["reply"] == "模型的回答" and "fallback" not in out["x4"]
     assert out["x4"]["usage"]["nodes"].keys() == {"plan", "reply"}
+    # a time-out is waited out once per message: the reply did not ask again
+    assert out["x3"]["fallback"][1]["error"].endswith("timeout: not asked again this message")
+    assert sum("故障四" in latest(b) for b in standin.requests) == 1
 
 
 def test_an_endpoint_that_is_down_is_named_and_the_rules_answer(
@@ -89,8 +92,9 @@ def test_an_endpoint_that_is_down_is_named_and_the_rules_answer(
     assert result.exit_code == 0, result.stdout
     for r in lines(result.stdout):
         assert r["action"] == "text_reply" and r["reply"].startswith("[离线规则回复]")
-        errors = [f["error"] for f in r["fallback"]]
-        assert all(f"127.0.0.1:{port}/v1: connection: cannot connect" in e for e in errors)
+        plan, reply = r["fallback"]
+        assert f"127.0.0.1:{port}/v1: connection: cannot connect" in plan["error"]
+        assert reply["kind"] == "connection" and f"127.0.0.1:{port}/v1" in reply["error"]
 
 
 def test_structured_output_falls_back_to_function_calling_and_remembers(

@@ -199,7 +199,7 @@ def _by_model(state: ReplyState, deps: Deps) -> Decision:
             action,
             f"{reason} (rules: the model failed)",
             {
-                "fallback": [{"slot": "plan", "error": str(exc)}],
+                "fallback": [{"slot": "plan", "kind": exc.kind, "error": str(exc)}],
                 "usage": usage.by_node("plan", deps.prices),
             },
         )

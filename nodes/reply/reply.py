@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
@@ -87,7 +87,12 @@ def reply_llm(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     rounds = sum(1 for m in so_far if isinstance(m, AIMessage) and m.tool_calls)
     with_tools = rounds < deps.chat_rules.max_tool_rounds
     usage = Usage()
+    # The plan found the endpoint unreachable: one time-out per message is enough.
+    down = [f for f in state.get("fallback", []) if f.get("kind") in model.UNREACHABLE]
     try:
+        if down:
+            kind = cast(model.ErrorKind, down[0]["kind"])
+            raise model.ModelError(model.endpoint_of(chat), kind, "not asked again this message")
         answer = _answer(chat, [*so_far, *new], with_tools, usage)
     except model.ModelError as exc:  # the rules answer this message; the replay goes on
         log.warning("reply: %s; the rules variant answers instead", exc)
@@ -95,7 +100,7 @@ def reply_llm(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
         return {
             **rules,
             "tool_calls": tool_calls_made(so_far),
-            "fallback": [{"slot": "reply", "error": str(exc)}],
+            "fallback": [{"slot": "reply", "kind": exc.kind, "error": str(exc)}],
             "usage": usage.by_node("reply", deps.prices),
         }
     out: dict[str, Any] = {
