@@ -201,3 +201,23 @@ def test_variants_travel_with_the_job(cli: Any, standin: StandIn, tmp_path: Path
     assert bad.exit_code == 2 and "variants.rewrite: unknown variant 'gpt'" in bad.stderr
     bad = cli("worker", "--once", "--variant", "nope=llm")
     assert bad.exit_code == 2 and "variants.nope: no such slot" in bad.stderr
+
+
+def test_the_model_is_told_the_personas_name_and_aliases(
+    cli: Any, standin: StandIn, tmp_path: Path
+) -> None:
+    assert cli("persona", "set", "xiaoai", "--name", "小爱", "--alias", "爱爱",
+               "--system-prompt", "你是技术群的助手。").exit_code == 0  # fmt: skip
+    assert cli("persona", "use", "xiaoai").exit_code == 0
+    rows = [message("爱爱，你好", message_id="p1")]  # no persona named, no @: the alias wakes it
+    result = cli(
+        "replay", str(write_jsonl(tmp_path / "m.jsonl", rows)), "--json", *LLM, *RULES_MEMORY
+    )
+    (r,) = lines(result.stdout)
+    assert r["action"] == "text_reply" and r["reply"] == "好的"  # the stand-in's answer
+    sent = ["\n".join(str(m.get("content")) for m in b["messages"]) for b in standin.requests]
+    plan = next(b for b in sent if "决定这次的动作" in b)
+    reply = next(b for b in sent if "你的名字是小爱" in b)
+    assert "你是群聊里的 小爱" in plan and "最新消息是对你（小爱）说的" in plan
+    assert "你是技术群的助手。" in reply and "用户叫你小爱、爱爱时" in reply
+    assert not any("xiaoai" in b or "default" in b for b in sent)  # never the id
