@@ -1,1 +1,2 @@
-"""Benchmarks on public data read in place from ../shared/data (never copied here)."""
+"""Benchmarks on public datasets read in place (never copied here) from the folder
+``GROUPMIND_SHARED_DATA`` names (``../shared/data`` beside the checkout by default)."""

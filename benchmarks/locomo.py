@@ -102,7 +102,9 @@ def main() -> None:
     parser.add_argument("--search-only", action="store_true", help="reuse --work-dir's ingest")
     args = parser.parse_args()
     if not args.data.exists():
-        raise SystemExit(f"--data: {args.data} not found (LoCoMo lives in ../shared/data/locomo)")
+        raise SystemExit(
+            f"--data: {args.data} not found (the LoCoMo folder of GROUPMIND_SHARED_DATA)"
+        )
     data = json.loads(args.data.read_text())[: args.limit]
     if not args.search_only:
         shutil.rmtree(args.work_dir, ignore_errors=True)

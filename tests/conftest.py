@@ -30,7 +30,7 @@ REQUIRE = os.environ.get("GROUPMIND_REQUIRE_SERVICES") == "1"
 PG_ADMIN_URL = os.environ.get("GROUPMIND_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 
-# Never let a test reach a real tracing endpoint (GOTCHAS: exit would hang offline).
+# Never let a test reach a real tracing endpoint (offline, process exit would hang while the client retries).
 os.environ["LANGSMITH_TRACING"] = "false"
 os.environ.pop("LANGCHAIN_TRACING_V2", None)
 
@@ -62,7 +62,7 @@ def _pg_reachable(url: str) -> bool:
 
 
 def _start_local_postgres() -> None:
-    """The machines run PostgreSQL as a cluster; start it if it stopped (GOTCHAS)."""
+    """The machines run PostgreSQL as a cluster; start it if it stopped."""
     if shutil.which("pg_ctlcluster") and Path("/etc/postgresql").exists():
         for version in os.listdir("/etc/postgresql"):
             subprocess.run(

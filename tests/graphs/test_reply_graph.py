@@ -237,7 +237,8 @@ def test_a_missing_field_is_named(deps: Deps) -> None:
 
 
 def test_the_variants_a_run_used_reach_its_trace_metadata(deps: Deps) -> None:
-    """What LangSmith would show: a recording tracer instead of the network (GOTCHAS)."""
+    """What LangSmith would show: a recording tracer instead of the network (offline, a real
+    LangSmith client retries at exit for minutes)."""
     from langchain_core.tracers.base import BaseTracer
 
     from groupmind.chatting import reply_context, reply_to
