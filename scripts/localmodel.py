@@ -60,12 +60,15 @@ def say(text: str) -> None:
 
 
 def pip_download(spec: str, into: Path, *, no_binary: bool = False) -> Path:
-    """One package file from the registry (pip of the interpreter running this script)."""
+    """One package file from the registry (pip of the interpreter running this script).
+    ``no_binary``: this package's source, never a wheel. Only this package: ``:all:`` would
+    also refuse wheels for its build dependencies and build pip's ``cmake`` from source
+    (40+ minutes on 2 cores); the system cmake builds llama.cpp."""
     into.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
            "--disable-pip-version-check", "-d", str(into), spec]  # fmt: skip
     if no_binary:
-        cmd[5:5] = ["--no-binary", ":all:"]
+        cmd[5:5] = ["--no-binary", spec.split("==")[0]]
     subprocess.run(cmd, check=True)
     name = spec.split("==")[0].replace("-", "_")
     found = [p for p in into.iterdir() if p.name.lower().startswith(name.lower())]
