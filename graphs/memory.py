@@ -18,7 +18,13 @@ from nodes.memory.embed import route_after_embed
 from nodes.memory.quality_gate import route_after_gate
 from nodes.variants import slot
 from state.context import Context
-from state.memory import MemoryJobInput, MemoryOutput, MemoryState, job_variants
+from state.memory import (
+    MemoryJobInput,
+    MemoryOutput,
+    MemoryState,
+    job_variants,
+    memory_platforms,
+)
 
 MemoryGraph = CompiledStateGraph[MemoryState, Context, MemoryJobInput, MemoryOutput]
 
@@ -30,7 +36,8 @@ def build_memory_graph(deps: Deps, *, checkpointer: Checkpointer = None) -> Memo
     for name in VARIANTS:
         # A slot picks its variant per run (the job's own first); typed loosely since
         # variants share one signature.
-        g.add_node(name, cast(Any, slot(name, VARIANTS, deps, pinned=job_variants)))
+        node = slot(name, VARIANTS, deps, pinned=job_variants, platforms=memory_platforms)
+        g.add_node(name, cast(Any, node))
     g.add_edge(START, "intake")
     g.add_edge("intake", "rewrite")
     g.add_edge("rewrite", "quality_gate")

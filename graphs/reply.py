@@ -29,7 +29,7 @@ from nodes.reply.reply import route_after_reply
 from nodes.reply.tools import make_tools
 from nodes.variants import slot
 from state.context import Context
-from state.reply import ReplyInput, ReplyOutput, ReplyState
+from state.reply import ReplyInput, ReplyOutput, ReplyState, reply_platforms
 
 ReplyGraph = CompiledStateGraph[ReplyState, Context, ReplyInput, ReplyOutput]
 
@@ -40,7 +40,7 @@ def build_reply_graph(deps: Deps, *, checkpointer: Checkpointer = None) -> Reply
     )
     for name in VARIANTS:
         # A slot picks its variant per run; typed loosely since variants share one signature.
-        g.add_node(name, cast(Any, slot(name, VARIANTS, deps)))
+        g.add_node(name, cast(Any, slot(name, VARIANTS, deps, platforms=reply_platforms)))
     g.add_edge(START, "observe")
     g.add_conditional_edges(
         "observe", route_after_observe, ["retrieve", "rank_context", "plan", END]

@@ -52,7 +52,7 @@ class BackgroundWorker:
         return False
 
     def _due(self, retries: bool = False) -> bool:
-        jobs = self.worker.jobs
+        jobs = self.worker.board  # every bot's: this process runs them all
         now = time.time()
         waiting = jobs.list("queued", 1000)
         queued = any(retries or row.next_attempt_at <= now for row in waiting)

@@ -67,6 +67,7 @@ def reply_to(
         "message_id": msg.message_id,
         "sticker": out.get("sticker") or None,
         "handed_off": out.get("handed_off", []),
+        "duplicate": bool(out.get("duplicate")),
         **extra,
     }
 

@@ -21,6 +21,7 @@ from groupmind.lines import Line, judged, read_jsonl
 from groupmind.persona_cli import app as persona_app
 from groupmind.settings import Settings
 from state.validation import InputError, describe_validation_error
+from stores.base import check_bot_id
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 out = Console(soft_wrap=True)
@@ -29,6 +30,7 @@ err = Console(stderr=True, soft_wrap=True)  # an error naming a path stays one l
 
 class State:
     settings: Settings
+    bot: str  # whose data the commands read and write
 
 
 STATE = State()
@@ -41,6 +43,10 @@ def main(
         Path | None, typer.Option(help="Data directory (env GROUPMIND_DATA_DIR)")
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+    bot: Annotated[
+        str | None,
+        typer.Option("--bot", help="whose data (a bot id); default GROUPMIND_BOT_ID"),
+    ] = None,
 ) -> None:
     """groupmind: memory-aware brain for group-chat bots."""
     logging.basicConfig(
@@ -50,8 +56,12 @@ def main(
     )
     try:
         STATE.settings = Settings(data_dir=data_dir) if data_dir else Settings()
+        STATE.bot = check_bot_id(bot) if bot else STATE.settings.bot_id
     except ValidationError as exc:
         err.print(f"[red]settings: {describe_validation_error(exc)}[/red]")
+        raise typer.Exit(2) from None
+    except ValueError as exc:
+        err.print(f"[red]--bot: {exc}[/red]")
         raise typer.Exit(2) from None
     ctx.obj = STATE.settings
 
@@ -93,7 +103,7 @@ def _session(pairs: list[str] | None, **options: Any) -> Any:
 
     asked = _variants(pairs)
     try:
-        session = open_session(STATE.settings, variants=asked, **options)
+        session = open_session(STATE.settings, variants=asked, bot=STATE.bot, **options)
         checked_variants(asked, session.deps)
     except UnknownVariant as exc:
         err.print(f"[red]--variant: {exc}[/red]")
@@ -184,7 +194,7 @@ def search(
     from groupmind.session import open_session
     from state.search import build_query
 
-    session = open_session(STATE.settings, worker=False)
+    session = open_session(STATE.settings, worker=False, bot=STATE.bot)
     if batch is not None:
         settings, refused_any = STATE.settings, False
 
@@ -268,7 +278,7 @@ def profile(
 
     shown_in = chat_scope(platform, chat_type, chat_id)
     platform = platform or STATE.settings.default_platform
-    session = open_session(STATE.settings, worker=False)
+    session = open_session(STATE.settings, worker=False, bot=STATE.bot)
     data = profile_json(session.deps, platform, user_id, shown_in)
     if data is None:
         if as_json:
@@ -345,7 +355,7 @@ def jobs(
     if status not in (None, "queued", "running", "done", "failed"):
         err.print(f"[red]status: unknown status {status!r}[/red]")
         raise typer.Exit(2)
-    session = open_session(STATE.settings, worker=False)
+    session = open_session(STATE.settings, worker=False, bot=STATE.bot)
     rows = session.jobs.list(status, limit=limit)  # type: ignore[arg-type]
     if as_json:
         for row in rows:
@@ -379,8 +389,8 @@ def chats(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     from stores.sql.chats import chat_overview
 
     engine = make_engine(STATE.settings.resolved_sql_url)
-    migrate(engine, default_platform=STATE.settings.default_platform)
-    summaries = chat_overview(engine)
+    migrate(engine, default_platform=STATE.settings.default_platform, owner=STATE.settings.owner)
+    summaries = chat_overview(engine, STATE.bot)
     if as_json:
         for summary in summaries:
             _emit(asdict(summary))
@@ -477,39 +487,86 @@ def forget(
     platform: PlatformOpt = None,
     chat_type: ChatTypeOpt = None,
     chat_id: ChatIdOpt = None,
+    all_bots: Annotated[
+        bool, typer.Option("--all-bots", help="in the data of every bot, not only --bot's")
+    ] = False,
     yes: Annotated[bool, typer.Option("--yes", help="do not ask")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
     wait: Annotated[float, typer.Option(help="seconds to wait for running memory jobs")] = 30.0,
 ) -> None:
     """Erase a person (everywhere on a platform, or in one chat) or a whole chat: events,
-    keyword index, messages, what was learned, relationship, queued jobs, checkpoints."""
+    keyword index, messages, what was learned, relationship, queued jobs, checkpoints, reply
+    threads, their words in others' data (group topics, answered messages, job context),
+    then what the engines keep of it on disk."""
+    from dataclasses import replace
+
     from groupmind.forget import forget as erase
     from groupmind.session import open_session
     from nodes.forget import validate_request
+    from stores.sql.chats import known_bots
 
     raw = {"platform": platform, "user_id": user_id, "chat_type": chat_type, "chat_id": chat_id}
-    session = open_session(STATE.settings)
+    session = open_session(STATE.settings, bot=STATE.bot)
     try:
         request = validate_request(raw, session.deps)
     except InputError as exc:
         err.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
     target = request.target()
+    bots = sorted({STATE.bot, *known_bots(session.runtime.engine)}) if all_bots else [STATE.bot]
     what = f"user {target.user_id} " if target.user_id else ""
     where = f"in {target.chat.key}" if target.chat else f"everywhere on {target.platform}"
-    if not yes and not typer.confirm(f"Erase {what}{where}? This cannot be undone", err=True):
+    whose = "every bot's data" if all_bots else f"bot {STATE.bot}'s data"
+    if not yes and not typer.confirm(f"Erase {what}{where}, in {whose}? This cannot be undone",
+                                     err=True):  # fmt: skip
         raise typer.Exit(1)
-    result = erase(session.deps, session.reply_graph(), request, wait_s=wait)
+    graph = session.reply_graph()
+    results = {
+        bot: erase(replace(session.runtime.deps_for(bot), compact=None), graph, request,
+                   wait_s=wait)
+        for bot in bots
+    }  # fmt: skip
+    compacted = session.runtime.compact()
+    result = {**results[STATE.bot], "compacted": compacted}
+    if all_bots:
+        result = {"bots": results, "compacted": compacted}
+    still = [j for r in results.values() for j in r["still_running"]]
     if as_json:
         _emit(result)
     else:
-        table = Table("erased", "count")
-        for kind, count in result["removed"].items():
-            table.add_row(kind, str(count))
-        out.print(table)
-    if result["still_running"]:
-        err.print(f"[yellow]still running: {result['still_running']}: run forget again[/yellow]")
+        for bot, erased in results.items():
+            table = Table("erased" + (f" ({bot})" if all_bots else ""), "count")
+            for kind, count in erased["removed"].items():
+                table.add_row(kind, str(count))
+            out.print(table)
+        for store, how in compacted.items():
+            out.print(f"{store}: {how}")
+    if still:
+        err.print(f"[yellow]still running: {still}: run forget again[/yellow]")
         raise typer.Exit(1)
+
+
+@app.command()
+def compact(
+    full: Annotated[
+        bool, typer.Option("--full", help="PostgreSQL: VACUUM FULL (locks each table)")
+    ] = False,
+    chroma_path: Annotated[
+        Path | None, typer.Option("--chroma-path", help="a Chroma server's data path, on its host")
+    ] = None,
+) -> None:
+    """Have the storage engines let go of what they keep of deleted rows on disk (SQLite
+    free pages and logs, Chroma's write log, PostgreSQL with --full). Forget runs it."""
+    from stores.compact import purge_chroma
+
+    if chroma_path is not None:
+        out.print(f"chroma: {purge_chroma(chroma_path / 'chroma.sqlite3')}")
+        return
+    from groupmind.session import open_session
+
+    session = open_session(STATE.settings, worker=False, bot=STATE.bot)
+    for store, how in session.runtime.compact(full=full).items():
+        out.print(f"{store}: {how}")
 
 
 @app.command()
@@ -536,21 +593,30 @@ def onebot(
     ] = None,
     platform: Annotated[str, typer.Option(help="the platform of its chats")] = "qq",
     stickers: Annotated[str, typer.Option(help="send stickers as image | face")] = "image",
+    journal: Annotated[
+        Path | None, typer.Option(help="the event journal (default <data dir>/onebot-journal.db)")
+    ] = None,
     variant: VariantOpt = None,
 ) -> None:
     """Bridge a OneBot v11 implementation (NapCat, Lagrange, LLOneBot, ...) to groupmind:
     a reverse WebSocket server at /onebot/v11/ws, or --connect to the implementation's."""
     import asyncio
 
-    from groupmind.onebot.run import BridgeOptions, run_bridge
+    from groupmind.onebot.run import BridgeOptions, Refused, run_bridge
 
     if stickers not in ("image", "face"):
         err.print("[red]--stickers: image or face[/red]")
         raise typer.Exit(2)
     opts = BridgeOptions(host=host, port=port, access_token=access_token, connect=connect,
                          server=server, api_key=api_key, platform=platform,
-                         stickers=stickers)  # type: ignore[arg-type]  # fmt: skip
-    asyncio.run(run_bridge(STATE.settings, opts, _variants(variant), say=err.print))
+                         stickers=stickers, journal=journal)  # type: ignore[arg-type]  # fmt: skip
+    # Connections, refusals and messages are logged at the default level (ids, never content).
+    logging.getLogger("groupmind.onebot").setLevel(logging.INFO)
+    try:
+        asyncio.run(run_bridge(STATE.settings, opts, _variants(variant), say=err.print))
+    except Refused as exc:
+        err.print(f"[red]onebot: {exc}[/red]")
+        raise typer.Exit(2) from None
 
 
 app.add_typer(persona_app, name="persona")

@@ -103,8 +103,13 @@ def set_(
     """Create or change a persona (fields not given are kept)."""
     from pydantic import ValidationError
 
-    from stores.base import Persona
+    from stores.base import Persona, check_key_part
 
+    try:
+        check_key_part(persona_id, "persona_id")
+    except ValueError as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
     store = _store(_settings(ctx))
     current = store.book().personas.get(persona_id)
     if current is None and not name:
@@ -161,8 +166,14 @@ def use(
     if chat_type not in kinds or not chat_id:
         err.print("[red]a chat needs --chat-type group|private and --chat-id[/red]")
         raise typer.Exit(2)
-    chat = ChatScope(
-        platform=platform or settings.default_platform, chat_type=kinds[chat_type], chat_id=chat_id
-    )
+    try:
+        chat = ChatScope(
+            platform=platform or settings.default_platform,
+            chat_type=kinds[chat_type],
+            chat_id=chat_id,
+        )
+    except ValueError as exc:
+        err.print(f"[red]{exc}[/red]")
+        raise typer.Exit(2) from None
     store.use(persona_id, chat)
     out.print(f"{persona_id} serves {chat.key}")

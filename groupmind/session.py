@@ -1,4 +1,5 @@
-"""One process's view of a deployment: stores, both graphs and the memory worker."""
+"""One process's view of a deployment for one bot: its stores, both graphs and the memory
+worker (which serves every bot's queue)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,13 @@ from typing import Any
 
 from langgraph.graph.state import CompiledStateGraph
 
-from graphs.memory import build_memory_graph
 from graphs.reply import ReplyGraph, build_reply_graph
 from groupmind.checkpoint import make_checkpointer
 from groupmind.settings import Settings
 from groupmind.wiring import Runtime, build_runtime
 from groupmind.worker import MemoryWorker
 from nodes.deps import Deps
-from stores.sql import SqlJobQueue
+from stores.base import JobQueue
 
 
 @dataclass
@@ -23,12 +23,17 @@ class Session:
     worker: MemoryWorker
 
     @property
-    def deps(self) -> Deps:
-        return self.runtime.deps
+    def bot(self) -> str:
+        return self.worker.bot
 
     @property
-    def jobs(self) -> SqlJobQueue:
-        return self.runtime.jobs
+    def deps(self) -> Deps:
+        return self.worker.deps
+
+    @property
+    def jobs(self) -> JobQueue:
+        """This bot's memory jobs."""
+        return self.worker.jobs
 
     @property
     def memory_graph(self) -> CompiledStateGraph[Any, Any, Any, Any]:
@@ -40,10 +45,13 @@ class Session:
 
 
 def open_session(
-    settings: Settings, *, variants: dict[str, str] | None = None, worker: bool = True
+    settings: Settings,
+    *,
+    variants: dict[str, str] | None = None,
+    worker: bool = True,
+    bot: str | None = None,
 ) -> Session:
-    runtime = build_runtime(settings)
-    if worker:
-        return Session(runtime, runtime.memory_worker(variants=variants))
-    graph = build_memory_graph(runtime.deps)  # search-only: no checkpointer needed
-    return Session(runtime, MemoryWorker(graph, runtime.jobs, runtime.deps, settings))
+    """``bot``: whose data the session reads and writes (default: ``settings.bot_id``).
+    ``worker=False``: search, profile and listings only (no checkpointer is opened)."""
+    runtime = build_runtime(settings, checkpoints=worker)
+    return Session(runtime, runtime.memory_worker(variants=variants, bot=bot))

@@ -15,15 +15,34 @@ from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from nodes.settings import ChatSettings, RankSettings, StructuredMode
-from stores.base import Sharing
+from stores.base import Sharing, check_bot_id, check_key_part
 
 
 class BotKey(BaseModel):
-    """One bot (tenant) allowed on the LangGraph server: its id, API key and platforms."""
+    """One bot (tenant) allowed on the LangGraph server: its id, API key, platforms and
+    the persona it speaks as where a chat names none."""
 
-    id: str = Field(min_length=1, max_length=128)
+    id: str = Field(min_length=1, max_length=64)
     api_key: SecretStr = Field(min_length=16, description="at least 16 characters")
     platforms: list[str] = Field(default_factory=list, description="empty: any platform")
+    persona: str | None = Field(
+        default=None, description="its default persona (else the personas file's default)"
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, value: str) -> str:
+        return check_bot_id(value)
+
+    @field_validator("platforms")
+    @classmethod
+    def _platforms(cls, value: list[str]) -> list[str]:
+        return [check_key_part(p, "platform") for p in value]
+
+    @field_validator("persona")
+    @classmethod
+    def _persona(cls, value: str | None) -> str | None:
+        return None if value is None else check_key_part(value, "persona")
 
 
 class Settings(BaseSettings):
@@ -161,6 +180,16 @@ class Settings(BaseSettings):
             raise ValueError(f"unknown timezone {value!r}") from exc
         return value
 
+    @field_validator("bot_id")
+    @classmethod
+    def _bot_id(cls, value: str) -> str:
+        return check_bot_id(value)
+
+    @field_validator("default_platform")
+    @classmethod
+    def _default_platform(cls, value: str) -> str:
+        return check_key_part(value, "default_platform")
+
     @field_validator("bots")
     @classmethod
     def _distinct_bots(cls, bots: list[BotKey]) -> list[BotKey]:
@@ -189,6 +218,11 @@ class Settings(BaseSettings):
         return Path(str(files("groupmind.demo_data").joinpath("stickers")))
 
     @property
+    def server_checkpoints_path(self) -> Path:
+        """Where `langgraph dev` keeps reply threads (``groupmind.server.checkpoint``)."""
+        return self.data_dir / "server-checkpoints.db"
+
+    @property
     def resolved_chroma_path(self) -> Path:
         return self.chroma_path or self.data_dir / "chroma"
 
@@ -204,6 +238,15 @@ class Settings(BaseSettings):
                 )
             return self.sql_url
         return str((self.data_dir / "checkpoints.db").resolve())
+
+    @property
+    def owner(self) -> str:
+        """The bot that data from before bots were part of every key belongs to: the one
+        bot configured for the server, else this deployment's ``bot_id``."""
+        return self.bots[0].id if len(self.bots) == 1 else self.bot_id
+
+    def bot(self, bot_id: str) -> BotKey | None:
+        return next((b for b in self.bots if b.id == bot_id), None)
 
     @property
     def offline(self) -> bool:

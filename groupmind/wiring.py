@@ -1,4 +1,11 @@
-"""Build the stores, models and graphs a deployment uses, from its settings."""
+"""Build the stores, models and graphs a deployment uses, from its settings.
+
+One process serves any number of bots (tenants): what is costly or shared (the SQL engine,
+the Chroma client, the embeddings, the chat model, the checkpointer, the personas file, the
+sticker library, the held vectors) is built once; each bot gets its own ``Deps`` over it,
+stores bound to the bot (``deps_for``), so nothing a bot reads, writes or erases is
+another's.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +14,15 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, cast
+from pathlib import Path
+from typing import Any
 
 from langchain_core.embeddings import Embeddings
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from sqlalchemy import Engine
+from sqlalchemy.engine import make_url
 
-from graphs.memory import build_memory_graph
+from graphs.memory import MemoryGraph, build_memory_graph
 from groupmind.background import BackgroundWorker
 from groupmind.checkpoint import make_checkpointer
 from groupmind.providers import embedding_name, make_chat_model, make_embeddings
@@ -24,12 +33,14 @@ from nodes.model import Prices, StructuredOutput
 from nodes.reply.emoji import StickerIndex, load_library
 from state.context import Context
 from stores.chroma import ChromaEventStore, make_client
+from stores.compact import compact_postgres, compact_sqlite, purge_chroma
 from stores.hybrid import HybridEventStore
 from stores.personas_file import FilePersonaStore
+from stores.scope_vectors import ScopeVectors
 from stores.sql import (
     SqlChatStates,
     SqlContextUsage,
-    SqlJobQueue,
+    SqlJobBoard,
     SqlLexicalIndex,
     SqlMessageStore,
     SqlPersonaStore,
@@ -42,25 +53,70 @@ from stores.text import terms
 
 
 @dataclass
+class Shared:
+    """What every bot's stores of one process share."""
+
+    held: ScopeVectors
+    pool: ThreadPoolExecutor
+    personas: FilePersonaStore
+    stickers: StickerIndex
+
+
+@dataclass
 class Runtime:
     settings: Settings
     engine: Engine
     embeddings: Embeddings
-    deps: Deps
-    jobs: SqlJobQueue
+    deps: Deps  # the deployment's own bot's (``settings.bot_id``)
+    board: SqlJobBoard  # every bot's memory jobs
+    client: Any = None
+    shared: Shared | None = None
     wake: threading.Event = field(default_factory=threading.Event)
     background: BackgroundWorker | None = None
+    _tenants: dict[str, Deps] = field(default_factory=dict)
+    _memory_graphs: dict[str, MemoryGraph] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @property
     def checkpoints(self) -> BaseCheckpointSaver[str]:
         """This process's checkpointer (memory jobs and in-process reply threads)."""
         return need(self.deps.checkpoints, "checkpoints")
 
-    def memory_worker(self, *, variants: dict[str, str] | None = None) -> MemoryWorker:
-        """A worker over the durable queue, with the configured checkpointer."""
-        graph = build_memory_graph(self.deps, checkpointer=self.checkpoints)
-        context = Context(variants=variants or {})
-        return MemoryWorker(graph, self.jobs, self.deps, self.settings, context=context)
+    def deps_for(self, bot: str) -> Deps:
+        """The bot's own stores over this process's shared clients (made once per bot)."""
+        if bot == self.deps.bot_id:
+            return self.deps
+        with self._lock:
+            if bot not in self._tenants:
+                self._tenants[bot] = tenant_deps(
+                    self.settings, self.engine, self.client, self.embeddings, bot,
+                    self.shared, base=self.deps,
+                )  # fmt: skip
+            return self._tenants[bot]
+
+    def memory_graph(self, bot: str) -> MemoryGraph:
+        """The memory graph over the bot's stores, with this process's checkpointer."""
+        with self._lock:
+            graph = self._memory_graphs.get(bot)
+        if graph is None:
+            graph = build_memory_graph(self.deps_for(bot), checkpointer=self.deps.checkpoints)
+            with self._lock:
+                graph = self._memory_graphs.setdefault(bot, graph)
+        return graph
+
+    def memory_worker(
+        self, *, variants: dict[str, str] | None = None, bot: str | None = None
+    ) -> MemoryWorker:
+        """A worker over every bot's durable queue; ``bot`` is whose jobs ``submit`` queues."""
+        return MemoryWorker(
+            self, self.board, self.settings, bot=bot or self.deps.bot_id,
+            context=Context(variants=variants or {}),
+        )  # fmt: skip
+
+    def compact(self, *, full: bool = False) -> dict[str, str]:
+        """Have the engines let go of what they keep of deleted rows on disk (after a
+        forget; ``groupmind compact``): a line per store (``stores.compact``)."""
+        return compact_stores(self.settings, self.engine, full=full)
 
     def start_background_worker(self) -> BackgroundWorker:
         """Run hand-off's memory jobs in this process, as they are written."""
@@ -69,64 +125,143 @@ class Runtime:
         return self.background
 
 
-def build_runtime(settings: Settings) -> Runtime:
+def build_runtime(settings: Settings, *, checkpoints: bool = True) -> Runtime:
+    """``checkpoints=False``: no checkpointer (commands that only read the stores)."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     engine = make_engine(settings.resolved_sql_url)
-    migrate(engine, default_platform=settings.default_platform)
+    migrate(engine, default_platform=settings.default_platform, owner=settings.owner)
     embeddings = make_embeddings(settings)
     client = make_client(settings.resolved_chroma_path, settings.chroma_host, settings.chroma_port)
     wake = threading.Event()
-    deps = build_deps(
+    shared = shared_parts(settings, engine, client, embeddings)
+    deps = tenant_deps(
         settings,
         engine,
         client,
         embeddings,
+        settings.bot_id,
+        shared,
         chat=make_chat_model(settings),
         background=ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupmind-bg"),
         on_job=wake.set,
-        checkpoints=make_checkpointer(settings),
+        checkpoints=make_checkpointer(settings) if checkpoints else None,
     )
     settle_heap()
-    return Runtime(settings, engine, embeddings, deps, cast(SqlJobQueue, deps.jobs), wake)
+    board = SqlJobBoard(engine)
+    return Runtime(settings, engine, embeddings, deps, board, client, shared, wake)
 
 
-def build_deps(
-    settings: Settings, engine: Engine, client: Any, embeddings: Embeddings, **overrides: Any
-) -> Deps:
-    """Every store over one SQL engine and one Chroma client, with the settings' knobs;
-    ``overrides`` replace Deps fields (the chat model, the background executor, ...)."""
-    model = embedding_name(embeddings)
-    fields: dict[str, Any] = {
-        "events": HybridEventStore(
-            ChromaEventStore(client, embeddings, model, default_platform=settings.default_platform),
-            SqlLexicalIndex(engine),
-            max_vectors_held=settings.vectors_held,
-        ),
-        "profiles": SqlProfileStore(engine),
-        "personas": FilePersonaStore(
+def shared_parts(settings: Settings, engine: Engine, client: Any, embeddings: Embeddings) -> Shared:
+    return Shared(
+        held=ScopeVectors(max_vectors=settings.vectors_held),
+        pool=ThreadPoolExecutor(max_workers=3, thread_name_prefix="hybrid"),
+        personas=FilePersonaStore(
             settings.resolved_personas_file, fallback=SqlPersonaStore(engine)
         ),
+        stickers=StickerIndex(
+            client,
+            embeddings,
+            embedding_name(embeddings),
+            load_library(settings.resolved_stickers_dir),
+        ),
+    )
+
+
+_PER_PROCESS = ("chat", "background", "on_job", "checkpoints", "foreground")
+
+
+def tenant_deps(
+    settings: Settings,
+    engine: Engine,
+    client: Any,
+    embeddings: Embeddings,
+    bot: str,
+    shared: Shared | None = None,
+    *,
+    base: Deps | None = None,
+    **overrides: Any,
+) -> Deps:
+    """One bot's stores over one SQL engine and one Chroma client, with the settings' knobs
+    and the bot's platforms and persona; what ``base`` holds per process (the chat model,
+    the background executor, the checkpointer) is shared; ``overrides`` replace fields."""
+    shared = shared or shared_parts(settings, engine, client, embeddings)
+    key = settings.bot(bot)
+    fields: dict[str, Any] = {
+        "events": HybridEventStore(
+            ChromaEventStore(
+                client,
+                embeddings,
+                embedding_name(embeddings),
+                bot=bot,
+                owner=settings.owner,
+                default_platform=settings.default_platform,
+            ),
+            SqlLexicalIndex(engine, bot=bot),
+            bot=bot,
+            held=shared.held,
+            pool=shared.pool,
+        ),  # fmt: skip
+        "profiles": SqlProfileStore(engine, bot=bot),
+        "personas": shared.personas,
         "tz": settings.tz,
         "default_platform": settings.default_platform,
         "profile_sharing": settings.profile_sharing,
         "max_text_chars": settings.max_text_chars,
         "max_gate_attempts": settings.max_gate_attempts,
-        "messages": SqlMessageStore(engine),
-        "chat_states": SqlChatStates(engine),
-        "context_usage": SqlContextUsage(engine),
-        "jobs": SqlJobQueue(engine),
-        "run_inbox": SqlRunInbox(engine),
-        "stickers": StickerIndex(
-            client, embeddings, model, load_library(settings.resolved_stickers_dir)
-        ),
-        "bot_id": settings.bot_id,
+        "messages": SqlMessageStore(engine, bot=bot),
+        "chat_states": SqlChatStates(engine, bot=bot),
+        "context_usage": SqlContextUsage(engine, bot=bot),
+        "jobs": SqlJobBoard(engine).queue(bot),
+        "run_inbox": SqlRunInbox(engine, bot=bot),
+        "stickers": shared.stickers,
+        "bot_id": bot,
+        "platforms": frozenset(key.platforms) if key and key.platforms else None,
+        "default_persona": key.persona if key else None,
         "rank": settings.rank,
         "chat_rules": settings.chat,
         "auto_top_k": settings.auto_top_k,
         "structured": StructuredOutput(mode=settings.structured_output),
         "prices": Prices(settings.chat_price_prompt_per_1k, settings.chat_price_completion_per_1k),
     }
+    if base is not None:
+        fields.update({name: getattr(base, name) for name in _PER_PROCESS})
     return Deps(**{**fields, **overrides})
+
+
+def build_deps(
+    settings: Settings, engine: Engine, client: Any, embeddings: Embeddings, **overrides: Any
+) -> Deps:
+    """The deployment's own bot's stores (tests and tools that need one bot)."""
+    return tenant_deps(settings, engine, client, embeddings, settings.bot_id, **overrides)
+
+
+def compact_stores(settings: Settings, engine: Engine, *, full: bool = False) -> dict[str, str]:
+    from stores.sql.schema import Base
+
+    done: dict[str, str] = {}
+    url = make_url(settings.resolved_sql_url)
+    if url.get_backend_name() == "sqlite":
+        done["sql"] = compact_sqlite(Path(url.database or ""))
+    else:
+        tables = [t.name for t in Base.metadata.sorted_tables]
+        done["sql"] = compact_postgres(engine, tables, full=full)
+    if settings.checkpointer == "sqlite":
+        done["checkpoints"] = compact_sqlite(Path(settings.resolved_checkpoint_url))
+    elif settings.checkpointer == "postgres":
+        with_checkpoints = make_engine(settings.resolved_checkpoint_url)
+        tables = ["checkpoints", "checkpoint_blobs", "checkpoint_writes"]
+        done["checkpoints"] = compact_postgres(with_checkpoints, tables, full=full)
+        with_checkpoints.dispose()
+    if settings.server_checkpoints_path.exists():  # `langgraph dev`'s reply threads
+        done["server_checkpoints"] = compact_sqlite(settings.server_checkpoints_path)
+    if settings.chroma_host:
+        done["chroma"] = (
+            "a Chroma server: run `groupmind compact --chroma-path PATH` on its host, with "
+            "its data path"
+        )
+    else:
+        done["chroma"] = purge_chroma(settings.resolved_chroma_path / "chroma.sqlite3")
+    return done
 
 
 def settle_heap() -> None:

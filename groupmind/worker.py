@@ -8,6 +8,9 @@ after ``job_max_attempts`` it is marked ``failed`` and kept for an operator.
 Leases are short and renewed by a heartbeat while a job runs, so the job of a worker that
 died is taken up again within a lease. When the queue itself is unreachable (the database
 is down), ``serve`` backs off and tries again; it never exits for it.
+
+One worker serves every bot: it takes the next due job of any bot and runs it through that
+bot's own memory graph (its stores), on a checkpoint thread of that bot's.
 """
 
 from __future__ import annotations
@@ -21,19 +24,19 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from langgraph.graph.state import CompiledStateGraph
 
 from groupmind.settings import Settings
-from nodes.deps import Deps
+from nodes.deps import Deps, need
 from nodes.memory import VARIANTS
 from nodes.memory.intake import validate_job
 from nodes.variants import UnknownVariant, resolve_all
 from state.context import Context
 from state.memory import MemoryJob
 from state.validation import InputError
-from stores.base import JobQueue, JobRow
+from stores.base import JobQueue, JobRow, job_thread_id
 
 log = logging.getLogger("groupmind.worker")
 
@@ -59,21 +62,68 @@ class Outcome:
         return out
 
 
+class Tenants(Protocol):
+    """Each bot's stores and memory graph (``groupmind.wiring.Runtime``)."""
+
+    def deps_for(self, bot: str) -> Deps: ...
+    def memory_graph(self, bot: str) -> CompiledStateGraph[Any, Any, Any, Any]: ...
+
+
+class JobBoard(Protocol):
+    """Every bot's jobs (``stores.sql.SqlJobBoard``)."""
+
+    def queue(self, bot: str) -> JobQueue: ...
+    def claim(self, worker: str, *, lease_s: float) -> JobRow | None: ...
+    def counts(self) -> dict[str, int]: ...
+    def list(self, status: Any = None, limit: int = 50) -> list[JobRow]: ...
+
+
+@dataclass
+class OneBot:
+    """One bot's stores and memory graph, for a worker that serves only that bot."""
+
+    deps: Deps
+    graph: CompiledStateGraph[Any, Any, Any, Any]
+
+    def deps_for(self, bot: str) -> Deps:
+        if bot != self.deps.bot_id:
+            raise KeyError(f"bot {bot!r}: this worker serves bot {self.deps.bot_id!r} only")
+        return self.deps
+
+    def memory_graph(self, bot: str) -> CompiledStateGraph[Any, Any, Any, Any]:
+        self.deps_for(bot)
+        return self.graph
+
+
 class MemoryWorker:
-    def __init__(
-        self,
+    @classmethod
+    def one_bot(
+        cls,
         graph: CompiledStateGraph[Any, Any, Any, Any],
-        jobs: JobQueue,
         deps: Deps,
         settings: Settings,
+        **options: Any,
+    ) -> MemoryWorker:
+        """A worker of one bot's jobs only (its queue is ``deps.jobs``)."""
+        jobs: Any = need(deps.jobs, "jobs")
+        return cls(OneBot(deps, graph), jobs, settings, bot=deps.bot_id, **options)
+
+    def __init__(
+        self,
+        tenants: Tenants,
+        board: JobBoard,
+        settings: Settings,
         *,
+        bot: str,
         context: Context | None = None,
         worker_id: str | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.graph = graph
-        self.jobs = jobs
-        self.deps = deps
+        self.tenants = tenants
+        self.board = board
+        self.bot = bot  # whose jobs ``submit`` queues and ``run_next(request_id)`` takes
+        self.deps = deps = tenants.deps_for(bot)
+        self.jobs = board.queue(bot)
         self.settings = settings
         base = context or Context()
         # Resolve every slot's variant once, so the run metadata names the exact arm.
@@ -92,6 +142,7 @@ class MemoryWorker:
         if not isinstance(raw, dict):
             raise InputError("job", f"must be a JSON object, got {type(raw).__name__}")
         job = validate_job(raw, self.deps)
+        self.deps.allow([job.platform])
         try:
             variants = {**self.context.variants, **job.variants}
             resolve_all(VARIANTS, Context(variants=variants), self.deps)
@@ -106,38 +157,50 @@ class MemoryWorker:
         )
         return job
 
+    @property
+    def graph(self) -> CompiledStateGraph[Any, Any, Any, Any]:
+        """The memory graph of this worker's own bot."""
+        return self.tenants.memory_graph(self.bot)
+
     def run_next(self, request_id: str | None = None) -> Outcome | None:
-        row = self.jobs.claim(
-            self.worker_id, lease_s=self.settings.job_lease_s, request_id=request_id
-        )
+        """The next due job of any bot; with ``request_id``, that job of this worker's bot."""
+        lease = self.settings.job_lease_s
+        if request_id is None:
+            row = self.board.claim(self.worker_id, lease_s=lease)
+        else:
+            row = self.jobs.claim(self.worker_id, lease_s=lease, request_id=request_id)
         return None if row is None else self.run(row)
 
     def run(self, row: JobRow) -> Outcome:
+        bot = row.bot_id or self.bot
+        jobs, graph = self.board.queue(bot), self.tenants.memory_graph(bot)
         # The graph runs the job's own variants (graphs/memory.py); the metadata says so.
         own = row.payload.get("variants") or {}
+        thread_id = job_thread_id(bot, row.request_id)
         config: Any = {
-            "configurable": {"thread_id": row.request_id},
+            "configurable": {"thread_id": thread_id},
             "run_name": "memory",
             "metadata": {
+                "bot_id": bot,
                 "request_id": row.request_id,
                 "variants": {**self.context.variants, **own},
             },
         }
         try:
-            with self._heartbeat(row.request_id):
-                pending = self.graph.get_state(config).next
+            with self._heartbeat(jobs, row.request_id):
+                pending = graph.get_state(config).next
                 # A run that stopped mid-way (error or kill -9) resumes at the unfinished step.
-                out = self.graph.invoke(
+                out = graph.invoke(
                     None if pending else row.payload,
                     config,
                     context=self.context,
                     durability="sync",
                 )
-        except InputError as exc:  # the payload itself is bad: retrying cannot help
-            self.jobs.fail(row.request_id, str(exc), retry_at=None)
+        except InputError as exc:  # the job itself is refused (or NotAllowed): no retry helps
+            jobs.fail(row.request_id, str(exc), retry_at=None)
             return Outcome(row.request_id, "failed", error=str(exc), attempts=row.attempts)
         except Exception as exc:  # noqa: BLE001 - any failure is recorded on the job
-            return self._failed(row, exc)
+            return self._failed(jobs, row, exc)
         outcome = Outcome(
             request_id=row.request_id,
             status=out.get("status", "stored"),
@@ -149,17 +212,17 @@ class MemoryWorker:
             usage=out.get("usage") or None,
             variants=out.get("variants") or None,
         )
-        self.jobs.complete(row.request_id, outcome.as_json())
-        if not self.settings.keep_checkpoints and self.graph.checkpointer is not None:
+        jobs.complete(row.request_id, outcome.as_json())
+        if not self.settings.keep_checkpoints and graph.checkpointer is not None:
             # The outcome is durable in the queue; the run's steps are only needed to resume.
             try:
-                self.graph.checkpointer.delete_thread(row.request_id)  # type: ignore[union-attr]
+                graph.checkpointer.delete_thread(thread_id)  # type: ignore[union-attr]
             except Exception:  # noqa: BLE001 - a leftover checkpoint is harmless
                 log.warning("could not prune the checkpoints of %s", row.request_id, exc_info=True)
         return outcome
 
     @contextmanager
-    def _heartbeat(self, request_id: str) -> Iterator[None]:
+    def _heartbeat(self, jobs: JobQueue, request_id: str) -> Iterator[None]:
         """Renew the job's lease every third of it while the job runs."""
         lease = self.settings.job_lease_s
         stop = threading.Event()
@@ -167,7 +230,7 @@ class MemoryWorker:
         def beat() -> None:
             while not stop.wait(max(0.5, lease / 3)):
                 try:
-                    if not self.jobs.renew(request_id, self.worker_id, lease_s=lease):
+                    if not jobs.renew(request_id, self.worker_id, lease_s=lease):
                         log.warning("memory job %s: lease lost to another worker", request_id)
                         return
                 except Exception:  # noqa: BLE001 - the queue may be down; the job goes on
@@ -181,7 +244,7 @@ class MemoryWorker:
             stop.set()
             thread.join()
 
-    def _failed(self, row: JobRow, exc: Exception) -> Outcome:
+    def _failed(self, jobs: JobQueue, row: JobRow, exc: Exception) -> Outcome:
         error = f"{type(exc).__name__}: {exc}"
         retry_at = None
         if row.attempts < self.settings.job_max_attempts:
@@ -190,7 +253,7 @@ class MemoryWorker:
                 self.settings.job_backoff_max_s,
             )
             retry_at = self.clock() + delay * random.uniform(0.8, 1.2)  # jitter
-        self.jobs.fail(row.request_id, error, retry_at=retry_at)
+        jobs.fail(row.request_id, error, retry_at=retry_at)
         log.warning("memory job %s failed (attempt %d): %s", row.request_id, row.attempts, error)
         return Outcome(
             row.request_id, "failed", error=error, retry_at=retry_at, attempts=row.attempts

@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import tzinfo
-from typing import TypeVar
+from typing import Protocol, TypeVar
 from zoneinfo import ZoneInfo
 
 from langchain_core.language_models import BaseChatModel
@@ -17,16 +17,19 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from nodes.model import Prices, StructuredOutput
 from nodes.settings import ChatSettings, RankSettings
+from state.validation import InputError
 from stores.base import (
     ChatScope,
     ChatStateRegistry,
     ContextUsageStore,
     EventStore,
+    ForgetTarget,
     JobQueue,
     MessageStore,
     PersonaStore,
     ProfileStore,
     RunInbox,
+    Said,
     Sharing,
     Stickers,
 )
@@ -85,6 +88,22 @@ class Foreground:
             time.sleep(0.005)
 
 
+class NotAllowed(InputError):
+    """A run acts on a platform its bot may not use: refused before anything is written."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("platform", reason)
+
+
+class ReplyThreads(Protocol):
+    """A deployment's reply threads, for forget: a forgotten chat's deleted, a person's
+    lines (and lines quoting them) taken out of the others. In-process they are the
+    checkpointer's; on a LangGraph server, the server's (scrubbed from inside it)."""
+
+    def scrub(self, streams: Sequence[str], target: ForgetTarget, said: Said) -> int: ...
+    async def ascrub(self, streams: Sequence[str], target: ForgetTarget, said: Said) -> int: ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class Deps:
     events: EventStore
@@ -105,7 +124,11 @@ class Deps:
     jobs: JobQueue | None = None  # hand-off writes memory jobs here
     run_inbox: RunInbox | None = None  # server runs' inputs, journaled (double-texting)
     stickers: Stickers | None = None
+    # The bot (tenant) these stores belong to, the platforms it may act on (None: any) and
+    # the persona it speaks as where a chat has none chosen (None: the personas file's).
     bot_id: str = "bot"
+    platforms: frozenset[str] | None = None
+    default_persona: str | None = None
     rank: RankSettings = field(default_factory=RankSettings)
     chat_rules: ChatSettings = field(default_factory=ChatSettings)
     auto_top_k: int = 3
@@ -114,6 +137,21 @@ class Deps:
     foreground: Foreground = field(default_factory=Foreground)
     # The memory worker's checkpointer (threads = request ids): forget drops a job's.
     checkpoints: BaseCheckpointSaver[str] | None = None
+    # Forget's: the reply threads to scrub, and what makes the engines let go of erased
+    # rows on disk (a report per store).
+    reply_threads: ReplyThreads | None = None
+    compact: Callable[[], dict[str, str]] | None = None
+
+    def allow(self, platforms: Iterable[str]) -> None:
+        """Refuse (NotAllowed) unless every platform is one this bot may act on."""
+        if self.platforms is None:
+            return
+        for platform in platforms:
+            if platform not in self.platforms:
+                mine = ", ".join(sorted(self.platforms)) or "none"
+                raise NotAllowed(
+                    f"platform {platform!r} is not one of bot {self.bot_id!r}'s ({mine})"
+                )
 
     @property
     def validation(self) -> dict[str, object]:
@@ -129,7 +167,7 @@ class Deps:
     def persona_for(self, platform: str, chat_type: str, chat_id: str) -> str:
         """The persona that serves a chat when a message names none."""
         scope = ChatScope(platform=platform, chat_type=chat_type, chat_id=chat_id)  # type: ignore[arg-type]
-        return self.personas.persona_for(scope)
+        return self.personas.persona_for(scope, self.default_persona)
 
     def persona_name(self, persona_id: str) -> str:
         """The display name; an unconfigured persona is served under its id (one warning)."""

@@ -8,7 +8,8 @@ written to the state's ``variants`` so traces and thread history show which arm 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import inspect
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -62,16 +63,36 @@ def slot(
     registry: Mapping[str, Mapping[str, VariantFn]],
     deps: Deps,
     pinned: Callable[[Any], Mapping[str, str]] | None = None,
+    platforms: Callable[[Any, str], Iterable[str]] | None = None,
 ) -> NodeFn:
     """The node function for a slot: picks the variant per run and records the choice.
     ``pinned`` reads variants the work itself carries (a memory job's): they win over the
-    run's context, so a job runs the arms it was queued with wherever it runs."""
+    run's context, so a job runs the arms it was queued with wherever it runs.
+    ``platforms`` reads the platforms the state acts on: a slot refuses (``NotAllowed``),
+    before it does anything, a state on a platform its bot may not use, however the state
+    got there (input, a command, a state update, a resume). A slot whose variants are
+    coroutine functions is an async node."""
 
-    def node(state: Any, runtime: Runtime[Context]) -> dict[str, Any]:
+    def pick(state: Any, runtime: Runtime[Context]) -> tuple[Context, str]:
+        if platforms is not None:
+            deps.allow(platforms(state, deps.default_platform))
         ctx = as_context(runtime.context)
         if pinned is not None and (own := pinned(state)):
             ctx = replace(ctx, variants={**ctx.variants, **own})
-        variant = choose(name, registry, ctx, deps)
+        return ctx, choose(name, registry, ctx, deps)
+
+    if all(inspect.iscoroutinefunction(fn) for fn in registry[name].values()):
+
+        async def anode(state: Any, runtime: Runtime[Context]) -> dict[str, Any]:
+            ctx, variant = pick(state, runtime)
+            out = await registry[name][variant](state, ctx, deps)  # type: ignore[misc]
+            return {**out, "variants": {name: variant}}
+
+        anode.__name__ = f"{name}_slot"
+        return anode  # type: ignore[return-value]
+
+    def node(state: Any, runtime: Runtime[Context]) -> dict[str, Any]:
+        ctx, variant = pick(state, runtime)
         out = registry[name][variant](state, ctx, deps)
         return {**out, "variants": {name: variant}}
 

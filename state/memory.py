@@ -21,6 +21,7 @@ from state.validation import (
     Line,
     Text,
     as_id,
+    as_key_part,
     chat_id_of,
     clean,
     context_limit,
@@ -110,7 +111,7 @@ class MemoryJob(BaseModel):
     def _platform(cls, value: Any, info: ValidationInfo) -> str:
         if value is None or value == "":
             return str((info.context or {}).get("default_platform") or DEFAULT_PLATFORM)
-        text = as_id(value, "platform")
+        text = as_key_part(value, "platform")
         if len(text) > 64:
             raise ValueError(f"is {len(text)} characters, over the limit of 64")
         return text
@@ -247,6 +248,15 @@ class MemoryOutput(TypedDict, total=False):
     profile: str
     usage: dict[str, Any]
     variants: dict[str, str]
+
+
+def memory_platforms(state: MemoryState, default: str) -> set[str]:
+    """The platform a memory run acts on: its validated job's, else the one it was sent with
+    (the deployment's default when it names none)."""
+    if state.get("job") is not None:
+        return {current_job(state).platform}
+    platform: Any = state.get("platform")
+    return {platform if isinstance(platform, str) and platform else default}
 
 
 def job_variants(state: MemoryState) -> dict[str, str]:

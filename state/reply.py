@@ -15,6 +15,7 @@ from state.validation import (
     ChatTypeField,
     Line,
     as_id,
+    as_key_part,
     chat_id_of,
     clean,
     context_limit,
@@ -52,10 +53,15 @@ class ChatMessage(BaseModel):
     def _persona(cls, value: Any, info: ValidationInfo) -> str:
         return persona_of(value, info)
 
-    @field_validator("message_id", "user_id", "platform", mode="before")
+    @field_validator("message_id", "user_id", mode="before")
     @classmethod
     def _ids(cls, value: Any) -> str:
         return as_id(value, "id")
+
+    @field_validator("platform", mode="before")
+    @classmethod
+    def _platform(cls, value: Any) -> str:
+        return as_key_part(value, "platform")
 
     @field_validator("chat_id", mode="before")
     @classmethod
@@ -127,6 +133,15 @@ class PendingMessage(TypedDict):
     from_bot: bool
 
 
+class Handled(TypedDict, total=False):
+    """What was decided for a message, kept on its thread: a redelivery gets it back."""
+
+    action: Action
+    reason: str
+    reply: str
+    sticker: dict[str, str]
+
+
 class ReplyInput(TypedDict):
     message: dict[str, Any]
 
@@ -146,6 +161,9 @@ class ReplyState(TypedDict, total=False):
     seen_ids: list[str]  # the latest messages observe took (a redelivery is not taken twice)
     seen_as_context: list[str]  # of those, taken as context before their own run came
     seen_seq: int  # the store's newest seq observe took: later ones were left by lost runs
+    # A message counts as handled only with its outcome, recorded as the run ends: one
+    # observed by a run that failed later is handled again when it comes back.
+    handled: dict[str, Handled]
     # this run
     observed_seq: int
     from_self: bool  # the bot's own message, fed back: store only
@@ -160,7 +178,7 @@ class ReplyState(TypedDict, total=False):
     context_fallback: str  # why the most recent messages were used instead, if they were
     replans: int
     replan: bool  # plan saw newer messages: rank and plan again
-    duplicate: bool  # this message was observed before (a redelivery): nothing to do
+    duplicate: bool  # this message was handled before (a redelivery): its outcome again
     action: Action
     reason: str
     reply: str
@@ -178,6 +196,7 @@ class ReplyState(TypedDict, total=False):
 
 class ReplyOutput(TypedDict, total=False):
     message_id: str
+    duplicate: bool
     action: Action
     reason: str
     chat_state: ChatState
@@ -198,3 +217,27 @@ def current_message(state: ReplyState) -> ChatMessage:
     the deployment's limits)."""
     msg: Any = state["msg"]
     return msg if isinstance(msg, ChatMessage) else ChatMessage.model_construct(**msg)
+
+
+def reply_platforms(state: ReplyState, default: str) -> set[str]:
+    """Every platform a reply run's state would act on: the observed message's and those of
+    the raw messages waiting in the inbox (an id that is not a string is left to validation)."""
+    found: set[str] = set()
+    msg: Any = state.get("msg")
+    if msg is not None:
+        found.add(str(msg.platform if isinstance(msg, ChatMessage) else msg.get("platform", "")))
+    waiting: Any = state.get("message")
+    for raw in waiting if isinstance(waiting, list) else [waiting]:
+        if isinstance(raw, dict) and isinstance(raw.get("platform"), str):
+            found.add(raw["platform"])
+    return found - {""}
+
+
+HANDLED_KEPT = 200  # messages whose outcome a thread remembers (redeliveries come soon)
+
+
+def handled(state: ReplyState, message_id: str, outcome: Handled) -> dict[str, Handled]:
+    """The thread's record of handled messages with this one's outcome (the latest kept)."""
+    kept = {k: v for k, v in state.get("handled", {}).items() if k != message_id}
+    kept[message_id] = outcome
+    return dict(list(kept.items())[-HANDLED_KEPT:])

@@ -11,6 +11,7 @@ from state.validation import (
     ChatTypeField,
     Text,
     as_id,
+    as_key_part,
     context_tz,
     parse_timestamp,
     validated,
@@ -36,12 +37,17 @@ class SearchRequest(BaseModel):
     def _platform(cls, value: Any, info: ValidationInfo) -> str:
         if value is None or value == "":
             return str((info.context or {}).get("default_platform") or "")
-        return as_id(value, "platform")
+        return as_key_part(value, "platform")
 
-    @field_validator("chat_id", "user_id", "persona", mode="before")
+    @field_validator("chat_id", "user_id", mode="before")
     @classmethod
     def _ids(cls, value: Any) -> str | None:
         return None if value is None else as_id(value, "id")
+
+    @field_validator("persona", mode="before")
+    @classmethod
+    def _persona(cls, value: Any) -> str | None:
+        return None if value is None else as_key_part(value, "persona")
 
     @field_validator("time_from", "time_to", mode="before")
     @classmethod

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError, ValidationInfo
 
-from stores.base import DEFAULT_PERSONA
+from stores.base import DEFAULT_PERSONA, KEY_SEPARATOR
 
 MAX_ID_CHARS = 128
 EARLIEST = datetime(1990, 1, 1, tzinfo=UTC).timestamp()
@@ -99,6 +99,15 @@ def as_id(value: Any, field: str) -> str:
     return clean(text, multiline=False)
 
 
+def as_key_part(value: Any, field: str) -> str:
+    """A platform or persona id: an id that also stands in chat keys, so it may not hold
+    the key separator (two chats would otherwise share a key)."""
+    text = as_id(value, field)
+    if KEY_SEPARATOR in text:
+        raise ValueError(f"must not contain {KEY_SEPARATOR!r} (it separates the parts of a key)")
+    return text
+
+
 def chat_id_of(value: Any, info: ValidationInfo) -> str | None:
     """docs/contracts.md: a group needs its id; a private chat's id is the user's (it defaults to
     it, and another id is refused, except on the bot's own messages fed back)."""
@@ -167,7 +176,7 @@ def persona_of(value: Any, info: ValidationInfo) -> str:
     ``persona_for(platform, chat_type, chat_id)``: the operator's personas file), else
     ``DEFAULT_PERSONA``."""
     if value is not None and value != "":
-        return as_id(value, "persona_id")
+        return as_key_part(value, "persona_id")
     choose = (info.context or {}).get("persona_for")
     data = info.data
     if callable(choose) and all(data.get(k) for k in ("platform", "chat_type", "chat_id")):

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -29,7 +30,43 @@ def stage_for(score: float) -> str:
     return RELATIONSHIP_STAGES[-1][1]
 
 
+# --- bots (tenants) -----------------------------------------------------------------------
+
+# A bot's id names its data everywhere (SQL rows, its Chroma collection, its threads), so it
+# is a plain name: letters, digits, '.', '_' and '-', starting and ending with a letter or
+# a digit. "open" is what a server without keys calls every caller: no bot may be named so.
+BOT_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,62}[A-Za-z0-9])?")
+RESERVED_BOT_IDS = frozenset({"open", "langgraph-studio-user", "anonymous"})
+
+
+def check_bot_id(bot_id: str) -> str:
+    """``bot_id`` unchanged, or a ValueError saying what a bot id may be."""
+    if not BOT_ID.fullmatch(bot_id) or ".." in bot_id:
+        raise ValueError(
+            f"{bot_id!r} is not a bot id: 1-64 letters, digits, '.', '_' or '-', starting "
+            "and ending with a letter or a digit"
+        )
+    if bot_id.lower() in RESERVED_BOT_IDS:
+        raise ValueError(f"{bot_id!r} is reserved (a server without keys calls everyone so)")
+    return bot_id
+
+
 # --- scopes -------------------------------------------------------------------------------
+
+KEY_SEPARATOR = ":"  # between the parts of a chat's key: never inside a platform or persona
+
+
+def check_key_part(value: str, field: str) -> str:
+    """A platform or persona id as it may stand in a key: with no separator in it, two
+    different chats (or personas) can never share a key."""
+    if not value:
+        raise ValueError(f"{field}: required")
+    if KEY_SEPARATOR in value:
+        raise ValueError(
+            f"{field}: {value!r} contains {KEY_SEPARATOR!r}, which separates the parts of a "
+            "chat's key"
+        )
+    return value
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,10 +79,24 @@ class ChatScope:
     chat_type: ChatType
     chat_id: str
 
+    def __post_init__(self) -> None:
+        check_key_part(self.platform, "platform")
+        if self.chat_type not in ("group", "private"):
+            raise ValueError(f"chat_type: unknown chat type {self.chat_type!r}")
+        if not self.chat_id:
+            raise ValueError("chat_id: required")
+
     @property
     def key(self) -> str:
-        """``qq:group:1001``: the chat stream."""
-        return f"{self.platform}:{self.chat_type}:{self.chat_id}"
+        """``qq:group:1001``: the chat stream. The one place a chat's key is built: the
+        platform holds no separator and the chat type is one of two words, so the chat id
+        (last) may hold anything and two chats never share a key."""
+        return KEY_SEPARATOR.join((self.platform, self.chat_type, self.chat_id))
+
+    def persona_key(self, persona_id: str) -> str:
+        """``qq:group:1001:xiaoai``: one persona's conversation in the chat (the persona id
+        holds no separator, so it is read back from the right)."""
+        return KEY_SEPARATOR.join((self.key, check_key_part(persona_id, "persona_id")))
 
 
 Sharing = Literal["chat", "groups", "all"]
@@ -87,6 +138,53 @@ class ForgetTarget:
         return self.user_id is None or user_id == self.user_id
 
 
+@dataclass(frozen=True)
+class Said:
+    """What a person to be forgotten said, and the names they went by, read before it is
+    erased: lines elsewhere that are theirs, or quote them, are found by it."""
+
+    user_id: str
+    names: frozenset[str] = frozenset()
+    texts: tuple[str, ...] = ()
+    message_ids: frozenset[str] = frozenset()
+
+    SNIPPET = 16  # a reply quoting a message quotes its start (the rules quote 40 characters)
+
+    def theirs(self, user_id: str | None, user_name: str) -> bool:
+        return user_id == self.user_id or (not user_id and user_name in self.names)
+
+    def kept(self, lines: Sequence[Mapping[str, Any]], bot_id: str) -> list[Mapping[str, Any]]:
+        """Chat lines (``user_id``, ``user_name``, ``content``) without theirs, without the
+        bot's answer to theirs (a line of the bot's right after one of theirs) and without
+        lines quoting them."""
+        kept: list[Mapping[str, Any]] = []
+        after_theirs = False
+        for line in lines:
+            user_id, name = line.get("user_id"), str(line.get("user_name", ""))
+            if self.theirs(None if user_id is None else str(user_id), name):
+                after_theirs = True
+                continue
+            answer = after_theirs and str(user_id) == bot_id
+            after_theirs = after_theirs and answer
+            if not answer and not self.quotes(str(line.get("content", ""))):
+                kept.append(line)
+        return kept
+
+    def quotes(self, text: str) -> bool:
+        """Whether ``text`` holds one of their messages (the start of it, 4+ characters)."""
+        return any(len(t) >= 4 and t[: self.SNIPPET] in text for t in self.texts)
+
+    def answered_in(self, event: EventRecord) -> bool:
+        """Whether an event's answered message (its ``context``) is theirs: by its author,
+        or for events from before the author was kept, by the name it starts with."""
+        if not event.context:
+            return False
+        if event.context_user_id:
+            return event.context_user_id == self.user_id or self.quotes(event.context)
+        name = event.context.split(": ", 1)[0]
+        return name in self.names or self.quotes(event.context)
+
+
 # --- events -------------------------------------------------------------------------------
 
 
@@ -108,6 +206,7 @@ class EventRecord:
     # The message this event answered, from the job's recent_messages. Indexed for keyword
     # search ("yes, last week" is findable by the question's words), never shown as memory.
     context: str = ""
+    context_user_id: str = ""  # who said it (forgetting them blanks it here too)
 
     def metadata(self) -> dict[str, Any]:
         return {
@@ -121,6 +220,7 @@ class EventRecord:
             "persona_id": self.persona_id,
             "degraded": self.degraded,
             "context": self.context,
+            "context_user_id": self.context_user_id,
         }
 
     @classmethod
@@ -138,6 +238,7 @@ class EventRecord:
             persona_id=str(meta.get("persona_id", "default")),
             degraded=bool(meta.get("degraded", False)),
             context=str(meta.get("context", "")),
+            context_user_id=str(meta.get("context_user_id", "")),
         )
 
     @property
@@ -227,6 +328,11 @@ class EventStore(Protocol):
     def count(self, scope: ChatScope | None = None) -> int: ...
     def forget(self, target: ForgetTarget) -> list[str]:
         """Delete the events the target covers; returns their ids."""
+        ...
+
+    def scrub_context(self, target: ForgetTarget, said: Said) -> list[str]:
+        """Blank the answered message (``context``) of the events in the target's chats
+        that hold one of the person's messages; returns their ids."""
         ...
 
 
@@ -397,8 +503,9 @@ class PersonaStore(Protocol):
     def get_persona(self, persona_id: str) -> Persona | None: ...
     def put_persona(self, persona: Persona) -> None: ...
     def list_personas(self) -> list[Persona]: ...
-    def persona_for(self, scope: ChatScope) -> str:
-        """The persona that serves a chat when a message names none."""
+    def persona_for(self, scope: ChatScope, default: str | None = None) -> str:
+        """The persona that serves a chat when a message names none: the one chosen for
+        the chat, else ``default`` (a bot's own), else the deployment's."""
         ...
 
 
@@ -416,6 +523,7 @@ class Stickers(Protocol):
 class JobRow:
     request_id: str
     payload: dict[str, Any]
+    bot_id: str = ""  # the bot whose job it is (its stores run it)
     status: JobStatus
     attempts: int = 0
     last_error: str | None = None
@@ -454,14 +562,26 @@ class JobQueue(Protocol):
         holds, or with ``running`` those too."""
         ...
 
-    def running(self, target: ForgetTarget) -> list[str]:
-        """Request ids of the target's jobs a live worker holds now."""
+    def running(self, target: ForgetTarget, *, everyone: bool = False) -> list[str]:
+        """Request ids of the target's jobs (``everyone``: of anyone in its chats) a live
+        worker holds now."""
+        ...
+
+    def scrub(self, target: ForgetTarget, said: Said) -> list[str]:
+        """Take a forgotten person's lines, and lines quoting them, out of the recent
+        messages other jobs in the target's chats carry; returns the jobs changed."""
         ...
 
     def list(self, status: JobStatus | None = None, limit: int = 50) -> list[JobRow]: ...
 
 
 Clock = Callable[[], float]
+
+
+def job_thread_id(bot: str, request_id: str) -> str:
+    """The checkpointer thread of a memory job run in-process: request ids are a bot's own
+    (two bots may both have ``mem-1``), so the bot comes first (a bot id holds no '/')."""
+    return f"{bot}/{request_id}"
 
 
 # --- chat messages (the reply graph) ------------------------------------------------------
@@ -526,6 +646,10 @@ class MessageStore(Protocol):
     def forget(self, target: ForgetTarget) -> dict[str, int]:
         """Delete the messages (and memberships) the target covers; returns how many went,
         per stream."""
+        ...
+
+    def said_by(self, target: ForgetTarget) -> Said:
+        """A person's names and messages in the chats the target covers."""
         ...
 
 

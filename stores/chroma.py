@@ -6,22 +6,39 @@ touches vectors never pays for it.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from stores.base import ChatScope, EventHit, EventQuery, EventRecord, ForgetTarget
+from stores.base import (
+    ChatScope,
+    EventHit,
+    EventQuery,
+    EventRecord,
+    ForgetTarget,
+    Said,
+    check_bot_id,
+)
 
 if TYPE_CHECKING:
     from langchain_chroma import Chroma
 
-EVENTS = "events"
+LEGACY_EVENTS = "events"  # every event, before each bot had its own collection
 LEGACY_PROFILES = "profiles"  # summaries indexed without scope before 0.2; dropped on open
 SCOPE_FORMAT = 2  # 1: keys without the platform; 2: "platform:chat_type:chat_id[:persona]"
+log = logging.getLogger(__name__)
+
+
+def events_collection(bot: str) -> str:
+    """A bot's own events collection: its ids and scopes can never meet another bot's (a
+    bot id is a valid part of a collection name: letters, digits, '.', '_', '-')."""
+    return f"events-{check_bot_id(bot)}"
 
 
 class EmbeddingMismatch(RuntimeError):
@@ -90,7 +107,7 @@ def open_collection(
 
 
 def scope_key(scope: ChatScope, persona_id: str) -> str:
-    return f"{scope.key}:{persona_id}"
+    return scope.persona_key(persona_id)
 
 
 def _meta(event: EventRecord) -> dict[str, Any]:
@@ -119,28 +136,41 @@ def where_for(query: EventQuery) -> dict[str, Any]:
 
 
 class ChromaEventStore:
-    """Dense retrieval: e5 vectors, filtered by Chroma metadata to the query's scope."""
+    """Dense retrieval for one bot: e5 vectors in the bot's own collection, filtered by
+    Chroma metadata to the query's scope. ``owner``: the bot the collection of every bot's
+    events from before belongs to (it moves into that bot's own on first use)."""
 
     def __init__(
-        self, client: Any, embeddings: Embeddings, model_name: str, *, default_platform: str = "qq"
+        self,
+        client: Any,
+        embeddings: Embeddings,
+        model_name: str,
+        *,
+        bot: str,
+        owner: str | None = None,
+        default_platform: str = "qq",
     ) -> None:
         self.client, self.embeddings, self.model_name = client, embeddings, model_name
+        self.bot, self.owner = bot, owner
+        self.name = events_collection(bot)
         self.default_platform = default_platform
         self._store: Chroma | None = None
         self._lock = threading.Lock()
 
     @property
     def store(self) -> Chroma:
-        """The events collection, opened, checked and migrated on first use."""
+        """The bot's events collection, opened, checked and migrated on first use."""
         if self._store is None:
             with self._lock:
                 if self._store is None:
                     store = open_collection(
-                        self.client, EVENTS, self.embeddings, self.model_name,
+                        self.client, self.name, self.embeddings, self.model_name,
                         {"scope_format": SCOPE_FORMAT},
                     )  # fmt: skip
-                    migrate_scopes(store._collection, self.default_platform)
-                    if LEGACY_PROFILES in _names(self.client):
+                    names = _names(self.client)
+                    if self.bot == self.owner and LEGACY_EVENTS in names:
+                        adopt_legacy(self.client, store._collection, self.default_platform)
+                    if LEGACY_PROFILES in names:
                         self.client.delete_collection(LEGACY_PROFILES)
                     self._store = store
         return self._store
@@ -220,6 +250,24 @@ class ChromaEventStore:
             return int(self.store._collection.count())
         return len(self.store.get(where={"chat_key": scope.key}, include=[])["ids"])
 
+    def scrub_context(self, target: ForgetTarget, said: Said) -> list[str]:
+        where: Any = {"chat_key": target.chat.key} if target.chat else {"platform": target.platform}
+        got = self.store.get(where=where, include=["documents", "metadatas"])
+        found = [
+            replace(event, context="", context_user_id="")
+            for i, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+            if said.answered_in(event := EventRecord.from_metadata(i, doc, meta))
+        ]
+        self.rewrite_metadata(found)
+        return [e.id for e in found]
+
+    def rewrite_metadata(self, events: Sequence[EventRecord]) -> None:
+        """New metadata for stored events, their vectors kept (nothing is embedded again)."""
+        if events:
+            self.store._collection.update(
+                ids=[e.id for e in events], metadatas=[_meta(e) for e in events]
+            )
+
     def forget(self, target: ForgetTarget) -> list[str]:
         """Delete the events the target covers; returns their ids."""
         clauses: list[dict[str, Any]] = [
@@ -266,3 +314,30 @@ def migrate_scopes(collection: Any, default_platform: str, batch: int = 1000) ->
     meta.pop("hnsw:space", None)  # fixed at creation; Chroma refuses to "change" it
     collection.modify(metadata={**meta, "scope_format": SCOPE_FORMAT})
     return changed
+
+
+def adopt_legacy(client: Any, target: Any, default_platform: str, batch: int = 1000) -> int:
+    """Move the collection every bot's events used to share into its owner's own (once;
+    after a crash the next open finishes it: writes are idempotent, and the old collection
+    goes only once every event is in the new one). Returns how many events moved."""
+    legacy = client.get_collection(LEGACY_EVENTS)
+    migrate_scopes(legacy, default_platform)
+    moved, offset = 0, 0
+    while True:
+        got = legacy.get(
+            include=["embeddings", "documents", "metadatas"], limit=batch, offset=offset
+        )
+        if not got["ids"]:
+            break
+        target.upsert(
+            ids=got["ids"],
+            embeddings=np.asarray(got["embeddings"], dtype=np.float32),
+            documents=got["documents"],
+            metadatas=got["metadatas"],
+        )
+        moved += len(got["ids"])
+        offset += batch
+    if target.count() >= legacy.count():
+        client.delete_collection(LEGACY_EVENTS)
+        log.warning("Chroma: %d events moved from %r into %r", moved, LEGACY_EVENTS, target.name)
+    return moved

@@ -27,6 +27,7 @@ from stores.base import (
     EventRecord,
     EventStore,
     ForgetTarget,
+    Said,
     ScopeMembers,
 )
 from stores.scope_vectors import ScopeVectors
@@ -46,6 +47,8 @@ class DenseSide(EventStore, Protocol):
 
     def vectors(self, ids: list[str]) -> dict[str, np.ndarray]: ...
 
+    def rewrite_metadata(self, events: Sequence[EventRecord]) -> None: ...
+
     def search(
         self,
         query: EventQuery,
@@ -60,29 +63,38 @@ class KeywordSide(EventStore, Protocol):
 
     def scope_members(self, query: EventQuery, limit: int) -> ScopeMembers | None: ...
 
+    def context_holders(self, target: ForgetTarget, said: Said) -> list[EventRecord]: ...
+
 
 class HybridEventStore:
+    """One bot's events (``bot`` names its held scopes). The held vectors and the thread
+    pool may be shared by every bot's store of a process (``held``, ``pool``)."""
+
     def __init__(
         self,
         vector: DenseSide,
         lexical: KeywordSide,
         *,
+        bot: str,
         depth: int = 50,
         rrf_k: int = RRF_K,
         dense_weight: float = DENSE_WEIGHT,
         lexical_weight: float = LEXICAL_WEIGHT,
         max_vectors_held: int = 100_000,
         load_in_background: bool = True,
+        held: ScopeVectors | None = None,
+        pool: ThreadPoolExecutor | None = None,
     ) -> None:
         self.vector = vector
         self.lexical = lexical
+        self.bot = bot
         self.depth = depth
         self.rrf_k = rrf_k
         self.weights = (dense_weight, lexical_weight)
-        self.held = ScopeVectors(
-            vector.vectors, max_vectors=max_vectors_held, background=load_in_background
+        self.held = held or ScopeVectors(
+            max_vectors=max_vectors_held, background=load_in_background
         )
-        self._pool = ThreadPoolExecutor(max_workers=3, thread_name_prefix="hybrid")
+        self._pool = pool or ThreadPoolExecutor(max_workers=3, thread_name_prefix="hybrid")
 
     def upsert(self, event: EventRecord) -> None:
         # Vector first: the dense side follows the ids SQL knows, and fetches their vectors
@@ -133,8 +145,8 @@ class HybridEventStore:
         if members is not None and not members.ids:
             return []
         if members is not None and query.plain:
-            key = (query.scope, query.persona_id)
-            held = self.held.search(key, members, vector, query.top_k)
+            key = (self.bot, query.scope, query.persona_id)
+            held = self.held.search(key, members, vector, query.top_k, self.vector.vectors)
             if held is not None:
                 return [event_id for event_id, _ in held]
         within = members.ids if members is not None else None
@@ -150,6 +162,16 @@ class HybridEventStore:
 
     def count(self, scope: ChatScope | None = None) -> int:
         return self.vector.count(scope)
+
+    def scrub_context(self, target: ForgetTarget, said: Said) -> list[str]:
+        """Found by SQL, blanked on both sides (vectors kept: the text is unchanged)."""
+        found = [
+            replace(e, context="", context_user_id="")
+            for e in self.lexical.context_holders(target, said)
+        ]
+        self.vector.rewrite_metadata(found)
+        self.lexical.upsert_many(found)
+        return [e.id for e in found]
 
     def forget(self, target: ForgetTarget) -> list[str]:
         """Both sides, SQL first (the dense side follows the ids SQL lists, so a search in

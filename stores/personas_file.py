@@ -31,7 +31,7 @@ from typing import Any
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from stores.base import DEFAULT_PERSONA, ChatScope, Persona, PersonaStore
+from stores.base import DEFAULT_PERSONA, KEY_SEPARATOR, ChatScope, Persona, PersonaStore
 
 log = logging.getLogger("groupmind")
 
@@ -62,14 +62,24 @@ class PersonaBook(BaseModel):
     personas: dict[str, PersonaEntry] = Field(default_factory=dict)
     chats: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("personas")
+    @classmethod
+    def _persona_ids(cls, value: dict[str, PersonaEntry]) -> dict[str, PersonaEntry]:
+        for persona_id in value:
+            if not persona_id or KEY_SEPARATOR in persona_id:
+                raise ValueError(f"{persona_id!r}: a persona id holds no {KEY_SEPARATOR!r}")
+        return value
+
     @field_validator("chats")
     @classmethod
     def _chat_keys(cls, value: dict[str, str]) -> dict[str, str]:
-        for key in value:
-            platform, _, rest = key.partition(":")
-            chat_type, _, chat_id = rest.partition(":")
+        for key, persona_id in value.items():
+            platform, _, rest = key.partition(KEY_SEPARATOR)
+            chat_type, _, chat_id = rest.partition(KEY_SEPARATOR)
             if not (platform and chat_id) or chat_type not in ("group", "private"):
                 raise ValueError(f"{key!r}: a chat is platform:group|private:chat_id")
+            if KEY_SEPARATOR in persona_id:
+                raise ValueError(f"{key!r}: a persona id holds no {KEY_SEPARATOR!r}")
         return value
 
 
@@ -161,9 +171,9 @@ class FilePersonaStore:
         ids += [p.persona_id for p in older if p.persona_id not in ids]
         return [p for p in map(self.get_persona, ids) if p is not None]
 
-    def persona_for(self, scope: ChatScope) -> str:
+    def persona_for(self, scope: ChatScope, default: str | None = None) -> str:
         book = self.book()
-        return book.chats.get(scope.key, book.default)
+        return book.chats.get(scope.key, default or book.default)
 
     # choices
 

@@ -35,8 +35,10 @@ class _Held:
 
 
 class ScopeVectors:
-    def __init__(self, fetch: Fetch, *, max_vectors: int = 100_000, background: bool = True):
-        self._fetch = fetch
+    """Held scopes of any number of event stores (one per bot): each search names the key
+    (which includes the bot) and how to fetch that store's vectors; one budget for all."""
+
+    def __init__(self, *, max_vectors: int = 100_000, background: bool = True):
         self.max_vectors = max_vectors
         self._held: OrderedDict[Hashable, _Held] = OrderedDict()  # least recently used first
         self._lock = threading.Lock()
@@ -44,7 +46,7 @@ class ScopeVectors:
         self._loader = ThreadPoolExecutor(1, "scope-vectors") if background else None
 
     def search(
-        self, key: Hashable, members: ScopeMembers, vector: Sequence[float], k: int
+        self, key: Hashable, members: ScopeMembers, vector: Sequence[float], k: int, fetch: Fetch
     ) -> list[tuple[str, float]] | None:
         """The ``k`` members nearest to ``vector`` by cosine, best first, as (id, similarity);
         None when the scope is not held (yet): ask Chroma instead."""
@@ -57,9 +59,9 @@ class ScopeVectors:
         if held is None or held.version != members.version:
             changed = _changed(held, members)
             if len(changed) > INLINE_FETCH and self._loader is not None:
-                self._load_later(key, members)
+                self._load_later(key, members, fetch)
                 return None
-            held = self._update(key, members, held, changed)
+            held = self._update(key, members, held, changed, fetch)
         if not held.ids:
             return None
         query = np.asarray(vector, dtype=np.float32)
@@ -88,9 +90,14 @@ class ScopeVectors:
                 del self._held[key]
 
     def _update(
-        self, key: Hashable, members: ScopeMembers, held: _Held | None, changed: list[str]
+        self,
+        key: Hashable,
+        members: ScopeMembers,
+        held: _Held | None,
+        changed: list[str],
+        fetch: Fetch,
     ) -> _Held:
-        got = self._fetch(changed) if changed else {}
+        got = fetch(changed) if changed else {}
         fresh = set(changed)
         kept = [i for i in members.ids if i not in fresh]
         ids = kept + [i for i in changed if i in got]
@@ -116,7 +123,7 @@ class ScopeVectors:
                 total -= len(evicted.ids)
         return updated
 
-    def _load_later(self, key: Hashable, members: ScopeMembers) -> None:
+    def _load_later(self, key: Hashable, members: ScopeMembers, fetch: Fetch) -> None:
         with self._lock:
             if key in self._loading:
                 return
@@ -126,7 +133,7 @@ class ScopeVectors:
             try:
                 with self._lock:
                     held = self._held.get(key)
-                self._update(key, members, held, _changed(held, members))
+                self._update(key, members, held, _changed(held, members), fetch)
             except Exception:  # the search goes on through Chroma; the next one retries
                 log.warning("could not load the vectors of scope %s", key, exc_info=True)
             finally:

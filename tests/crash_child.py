@@ -33,7 +33,7 @@ if __name__ == "__main__":
     runtime = build_runtime(settings)
     deps = replace(runtime.deps, events=KillOnUpsert(runtime.deps.events))
     graph = build_memory_graph(deps, checkpointer=make_checkpointer(settings))
-    worker = MemoryWorker(graph, runtime.jobs, deps, settings)
+    worker = MemoryWorker.one_bot(graph, deps, settings)
     worker.submit(json.loads(sys.argv[2]))
     worker.run_next()
     print("not killed")  # unreachable when the kill works

@@ -197,8 +197,8 @@ def run_world(
     clock = itertools.count()
     started = time.perf_counter()
     _each_lane(lanes, lane_of, world.secrets, lambda lane, s: lane.tell(s, next(clock)))
-    memory = MemoryWorker(
-        build_memory_graph(deps, checkpointer=InMemorySaver()), deps.jobs, deps, settings,  # type: ignore[arg-type]
+    memory = MemoryWorker.one_bot(
+        build_memory_graph(deps, checkpointer=InMemorySaver()), deps, settings,
         context=Context(variants={"rewrite": "rules", "merge_profile": "rules"}),
     )  # fmt: skip
     memory.drain()

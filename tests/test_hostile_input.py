@@ -155,7 +155,7 @@ def test_limits_are_the_deployments_everywhere(deps: Deps) -> None:
 
 def _drain(deps: Deps) -> None:
     graph = build_memory_graph(deps, checkpointer=InMemorySaver())
-    MemoryWorker(graph, deps.jobs, deps, Settings(_env_file=None)).drain()  # type: ignore[arg-type, call-arg]
+    MemoryWorker.one_bot(graph, deps, Settings(_env_file=None)).drain()  # type: ignore[call-arg]
 
 
 TEXT = st.text(min_size=0, max_size=60)  # every code point, lone surrogates and NUL included

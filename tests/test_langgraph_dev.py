@@ -32,8 +32,10 @@ BOTS = [
 ]
 
 
-def start(tmp: Path, **env: str) -> Iterator[tuple[str, Path, Path]]:
-    """``langgraph dev`` on a free port with its own data dir; yields (url, data, log)."""
+def start(tmp: Path, cwd: Path | None = None, **env: str) -> Iterator[tuple[str, Path, Path]]:
+    """``langgraph dev`` on a free port with its own data dir; yields (url, data, log).
+    ``cwd``: where it keeps its own storage (``.langgraph_api``), as ``make serve`` does
+    in the data dir."""
     data, log_path = tmp / "data", tmp / "server.log"
     port = _free_port()
     environ = {
@@ -47,7 +49,9 @@ def start(tmp: Path, **env: str) -> Iterator[tuple[str, Path, Path]]:
     cmd = [str(Path(sys.executable).parent / "langgraph"), "dev", "--no-browser", "--no-reload",
            "--port", str(port), "--config", str(ROOT / "langgraph.json")]  # fmt: skip
     with log_path.open("w") as log:
-        proc = subprocess.Popen(cmd, cwd=tmp, env=environ, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            cmd, cwd=cwd or tmp, env=environ, stdout=log, stderr=subprocess.STDOUT
+        )
     url = f"http://127.0.0.1:{port}"
     wait_ok(url, proc, log_path, timeout=90)
     yield url, data, log_path
@@ -92,7 +96,7 @@ def test_both_graphs_run_through_the_sdk(server: tuple[str, Path, Path]) -> None
     assert ("hand_off",) in steps and ("reply",) in steps and ("plan",) in steps
 
     # The in-process worker ran the memory jobs hand_off wrote.
-    queue = SqlJobQueue(make_engine(f"sqlite:///{data / 'groupmind.db'}"))
+    queue = SqlJobQueue(make_engine(f"sqlite:///{data / 'groupmind.db'}"), bot="bot")
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and queue.get(asked["handed_off"][0]).status != "done":  # type: ignore[union-attr]
         time.sleep(0.2)
@@ -143,10 +147,12 @@ def test_two_bots_each_see_only_their_own(two_bots: tuple[str, Path, Path]) -> N
     assert status_of(lambda: wrong.assistants.search()) == 401
 
     stream = "qq:group:1001"
-    ta = a.threads.create(thread_id=stream_thread_id(stream, "bot-a"))["thread_id"]
+    ta = a.threads.create(thread_id=stream_thread_id(stream, "bot-a"), metadata={"stream": stream})[
+        "thread_id"
+    ]
     assert status_of(lambda: nobody.runs.wait(ta, "reply", input={"message": {}})) == 401
     assert stream_thread_id(stream, "bot-a") != stream_thread_id(stream, "bot-b")
-    secret = message("@bot A群的秘密：暗号是 K7Q2X", chat_id="1001", mentions=["bot"])
+    secret = message("@bot-a A群的秘密：暗号是 K7Q2X", chat_id="1001", mentions=["bot-a"])
     out = a.runs.wait(ta, "reply", input={"message": secret})
     assert out["action"] == "text_reply"
 
@@ -155,7 +161,9 @@ def test_two_bots_each_see_only_their_own(two_bots: tuple[str, Path, Path]) -> N
     assert status_of(lambda: b.threads.get_state(ta)) == 404
     assert status_of(lambda: b.threads.get_history(ta)) == 404
     assert status_of(lambda: b.runs.list(ta)) == 404
-    assert status_of(lambda: b.runs.wait(ta, "reply", input={"message": secret})) == 404
+    assert (
+        status_of(lambda: b.runs.wait(ta, "reply", input={"message": secret})) == 403
+    )  # not its stream thread: refused before anything
     assert status_of(lambda: b.threads.update_state(ta, {"pending": []})) == 404
     assert ta not in {t["thread_id"] for t in b.threads.search(limit=100)}
     assert ta in {t["thread_id"] for t in a.threads.search(limit=100)}
@@ -165,7 +173,9 @@ def test_two_bots_each_see_only_their_own(two_bots: tuple[str, Path, Path]) -> N
 
     # Runs stay in the bot's own platforms: A is qq only.
     on_lark = message("@bot 飞书", platform="lark", chat_id="9", mentions=["bot"])
-    tl = a.threads.create(thread_id=stream_thread_id("lark:group:9", "bot-a"))["thread_id"]
+    tl = a.threads.create(
+        thread_id=stream_thread_id("lark:group:9", "bot-a"), metadata={"stream": "lark:group:9"}
+    )["thread_id"]
     assert status_of(lambda: a.runs.wait(tl, "reply", input={"message": on_lark})) == 403
     job = {"request_id": "j-lark", "action_summary": "", "new_info": "我明天去北京", "user_id": "1",
            "user_name": "小明", "platform": "lark", "chat_type": "group", "chat_id": "9",
@@ -208,16 +218,18 @@ def test_double_texting_keeps_every_message(server: tuple[str, Path, Path], stra
 
 
 def test_the_onebot_bridge_drives_the_server_through_the_sdk(
-    two_bots: tuple[str, Path, Path],
+    two_bots: tuple[str, Path, Path], tmp_path: Path
 ) -> None:
     import asyncio
 
     from groupmind.onebot.brains import ServerBrain
     from groupmind.onebot.bridge import Bridge
+    from groupmind.onebot.journal import Journal
     from tests.onebot_standin import SELF_ID, Implementation, group_event, private_event
 
     async def main() -> None:
-        bridge = Bridge(ServerBrain(two_bots[0], KEY_A, "bot-a"), bot_id="bot")
+        brain = ServerBrain(two_bots[0], KEY_A, "bot-a")
+        bridge = Bridge(brain, Journal(tmp_path / "journal.db"), bot_id="bot-a")
         server = await bridge.serve_reverse("127.0.0.1", 0)
         port = next(iter(server.sockets)).getsockname()[1]
         impl = Implementation(group_names={7001: "SDK 群"})

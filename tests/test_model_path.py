@@ -156,7 +156,7 @@ def test_usage_is_reported_per_node_summed_and_priced(
     assert (r["usage"]["prompt_tokens"], r["usage"]["completion_tokens"]) == (2, 2)
     assert r["usage"]["cost"] == pytest.approx(0.005)
     runtime = build_runtime(Settings(data_dir=tmp_path / "data"))
-    record = runtime.deps.context_usage.get("qq:group:1001|default|x7")  # type: ignore[union-attr]
+    record = runtime.deps.context_usage.get(json.dumps(["qq:group:1001", "default", "x7"]))  # type: ignore[union-attr]
     assert record is not None and (record.prompt_tokens, record.completion_tokens) == (2, 2)
     assert record.cost == pytest.approx(0.005)
 

@@ -49,11 +49,19 @@ def test_the_chat_picks_the_persona_unless_the_message_names_one(deps: Deps) -> 
     assert chat.state(named)["persona_id"] == "xiaoai"  # the message said so
 
 
-@pytest.mark.parametrize("said", ["爱爱，你好", "@爱爱 在吗", "xiaoai: 帮个忙", "@小爱 早"])
+@pytest.mark.parametrize(
+    "said", ["爱爱，你好", "@爱爱 在吗", "xiaoai: 帮个忙", "@小爱 早", "小爱睡着了吗", "爱爱在不在"]
+)
 def test_any_alias_wakes_the_bot(deps: Deps, said: str) -> None:
     configured(deps)
     out = Chat(deps).send(message(said))
     assert out["action"] == "text_reply" and out["reason"].startswith("mentioned")
+
+
+@pytest.mark.parametrize("said", ["我觉得小爱挺好", "小", "爱好是什么"])
+def test_a_name_elsewhere_or_a_part_of_one_does_not(deps: Deps, said: str) -> None:
+    configured(deps)
+    assert Chat(deps).send(message(said))["action"] == "no_reply"
 
 
 def test_memories_and_prompts_use_the_display_name(deps: Deps) -> None:

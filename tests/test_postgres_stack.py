@@ -17,6 +17,7 @@ from groupmind.session import open_session
 from groupmind.settings import Settings
 from groupmind.wiring import build_runtime
 from groupmind.worker import MemoryWorker
+from stores.base import job_thread_id
 from tests.fakes import DownEvents
 from tests.graphs.helpers import job
 
@@ -57,7 +58,7 @@ def test_remember_search_and_resume_on_postgres(
     done = session.jobs.get("pg-1")
     assert done is not None and done.status == "done" and done.result["status"] == "stored"  # type: ignore[index]
     # A job that is done keeps its outcome in the queue; its checkpoints are pruned.
-    config: Any = {"configurable": {"thread_id": "pg-1"}}
+    config: Any = {"configurable": {"thread_id": job_thread_id(session.bot, "pg-1")}}
     assert session.memory_graph.get_state(config).values == {}
 
 
@@ -69,12 +70,12 @@ def test_a_failed_run_resumes_from_the_postgres_checkpointer(
     runtime = build_runtime(settings)
     flaky = replace(runtime.deps, events=DownEvents(runtime.deps.events, failures=1))
     graph = build_memory_graph(flaky, checkpointer=make_checkpointer(settings))
-    worker = MemoryWorker(graph, runtime.jobs, flaky, settings)
+    worker = MemoryWorker.one_bot(graph, flaky, settings)
     worker.submit(job("pg-2"))
     first = worker.run_next()
     assert first is not None and first.status == "failed"
-    config: Any = {"configurable": {"thread_id": "pg-2"}}
+    config: Any = {"configurable": {"thread_id": job_thread_id(settings.bot_id, "pg-2")}}
     assert graph.get_state(config).next == ("embed",)  # kept in PostgreSQL
-    runtime.jobs.fail("pg-2", "retry now", retry_at=0.0)  # due at once
+    worker.jobs.fail("pg-2", "retry now", retry_at=0.0)  # due at once
     second = worker.run_next()
     assert second is not None and second.status == "stored"

@@ -1,20 +1,19 @@
 """The scale-out recipe (deploy/), for real: two langhost server processes on one
-PostgreSQL and Redis, one `groupmind worker`, a `chroma run` server; four chats driven
-through langgraph_sdk via both servers; one server killed with SIGKILL mid-run. Every
-addressed message is answered once and every message is remembered once.
+PostgreSQL and Redis, one `groupmind worker`, a `chroma run` server, with the recipe's
+per-bot API keys; four chats driven through langgraph_sdk via both servers; one server
+killed with SIGKILL mid-run. Every addressed message is answered once and every message
+is remembered once. (The bot-against-bot attacks on this recipe: tests/test_tenancy.py.)
 
 Needs deploy/.venv (`make deploy-venv`); `.ci/run` builds it.
 """
 
 from __future__ import annotations
 
-import os
+import json
 import signal
-import socket
 import subprocess
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,90 +21,46 @@ from typing import Any
 import httpx
 import pytest
 from langgraph_sdk import get_sync_client
-from sqlalchemy import create_engine, select, text
+from sqlalchemy import select
 
 from groupmind.threads import stream_thread_id
 from stores.sql import make_engine, migrate
 from stores.sql.schema import EventDocRow, MemoryJobRow, MessageRow
-from tests.conftest import PG_ADMIN_URL, _free_port, _pg_reachable, _unavailable
-from tests.serving import wait_ok
+from tests import langhost
 
-ROOT = Path(__file__).resolve().parents[1]
-VENV = ROOT / "deploy" / ".venv"
 REDIS_DB = 11
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.timeout(900)]
 CHATS, PER_CHAT = 4, 6
-
-
-def redis_flush(db: int) -> None:
-    with socket.create_connection(("127.0.0.1", 6379), timeout=5) as s:
-        s.sendall(
-            f"*2\r\n$6\r\nSELECT\r\n${len(str(db))}\r\n{db}\r\n*1\r\n$7\r\nFLUSHDB\r\n".encode()
-        )
-        s.recv(64)
+KEY = "key-of-the-scale-bot-0123456789"
+BOTS = json.dumps([{"id": "bot", "api_key": KEY, "platforms": ["qq"]}])
 
 
 @pytest.fixture
 def deployment(tmp_path: Path, chroma_server: tuple[str, int]) -> Iterator[dict[str, Any]]:
-    if not (VENV / "bin" / "langhost").exists():
-        _unavailable("deploy/.venv is not built (make deploy-venv)")
-    if not _pg_reachable(PG_ADMIN_URL):
-        _unavailable(f"PostgreSQL is not reachable at {PG_ADMIN_URL}")
-    suffix = uuid.uuid4().hex[:8]
-    admin = create_engine(PG_ADMIN_URL.replace("postgresql://", "postgresql+psycopg://"),
-                          isolation_level="AUTOCOMMIT")  # fmt: skip
-    base = PG_ADMIN_URL.rsplit("/", 1)[0]
-    urls = {}
-    with admin.connect() as conn:
-        for name in ("lh", "gm"):
-            conn.execute(text(f"CREATE DATABASE {name}_{suffix}"))
-            urls[name] = f"{base}/{name}_{suffix}"
-    redis_flush(REDIS_DB)
-    env = {
-        **os.environ,
-        "DATABASE_URI": urls["lh"], "REDIS_URI": f"redis://127.0.0.1:6379/{REDIS_DB}",
-        "LG_BG_JOB_HEARTBEAT": "5", "N_JOBS_PER_WORKER": "4",
-        "GROUPMIND_SQL_URL": urls["gm"], "GROUPMIND_CHECKPOINTER": "postgres",
-        "GROUPMIND_CHROMA_HOST": chroma_server[0], "GROUPMIND_CHROMA_PORT": str(chroma_server[1]),
-        "GROUPMIND_SERVER_MEMORY_WORKER": "false", "GROUPMIND_DATA_DIR": str(tmp_path / "data"),
-        "GROUPMIND_JOB_BACKOFF_BASE_S": "0.5",
-        "LANGGRAPH_CLI_NO_ANALYTICS": "1", "LANGGRAPH_NO_VERSION_CHECK": "true",
-        "LANGSMITH_TRACING": "false",
-    }  # fmt: skip
-    migrate(make_engine(urls["gm"]))  # as an operator would before starting the fleet
-    procs: dict[str, subprocess.Popen[bytes]] = {}
-    servers: list[str] = []
-    try:
-        for n in (1, 2):  # one after the other: langhost sets its tables up unlocked on start
-            port = _free_port()
-            log = tmp_path / f"api-{n}.log"
-            with log.open("w") as out:
-                procs[f"api-{n}"] = subprocess.Popen(
-                    [str(VENV / "bin" / "langhost"), "serve", "--port", str(port),
-                     "--no-browser", "-c", str(ROOT / "deploy" / "langgraph.json")],
+    langhost.available()
+    with langhost.databases("lh", "gm") as urls:
+        langhost.redis_flush(REDIS_DB)
+        env = langhost.base_env(
+            urls["lh"], REDIS_DB, sql_url=urls["gm"], checkpointer="postgres",
+            chroma_host=chroma_server[0], chroma_port=str(chroma_server[1]),
+            server_memory_worker="false", data_dir=str(tmp_path / "data"),
+            job_backoff_base_s="0.5", bots=BOTS,
+        )  # fmt: skip
+        migrate(make_engine(urls["gm"]))  # as an operator would before starting the fleet
+        procs: dict[str, subprocess.Popen[bytes]] = {}
+        servers: list[str] = []
+        try:
+            for n in (1, 2):  # one after the other: langhost sets its tables up unlocked
+                url, procs[f"api-{n}"] = langhost.serve(tmp_path, env, f"api-{n}")
+                servers.append(url)
+            with (tmp_path / "worker.log").open("w") as out:
+                procs["worker"] = subprocess.Popen(
+                    [str(langhost.VENV / "bin" / "groupmind"), "worker", "--poll", "0.2"],
                     cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT,
                 )  # fmt: skip
-            wait_ok(f"http://127.0.0.1:{port}", procs[f"api-{n}"], log)
-            servers.append(f"http://127.0.0.1:{port}")
-        with (tmp_path / "worker.log").open("w") as out:
-            procs["worker"] = subprocess.Popen(
-                [str(VENV / "bin" / "groupmind"), "worker", "--poll", "0.2"],
-                cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        yield {"servers": servers, "procs": procs, "gm": urls["gm"], "tmp": tmp_path}
-    finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in procs.values():
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        with admin.connect() as conn:
-            for name in ("lh", "gm"):
-                conn.execute(text(f"DROP DATABASE IF EXISTS {name}_{suffix} WITH (FORCE)"))
-        admin.dispose()
+            yield {"servers": servers, "procs": procs, "gm": urls["gm"], "tmp": tmp_path}
+        finally:
+            langhost.stop(*procs.values())
 
 
 def message(chat: int, k: int) -> dict[str, Any]:
@@ -128,7 +83,7 @@ def drive(chat: int, servers: list[str], sent: threading.Event, report: dict[int
         if k == 2:
             sent.set()  # the killer waits until the chats are under way
         for attempt in range(60):
-            client = get_sync_client(url=order[0], timeout=30)
+            client = get_sync_client(url=order[0], api_key=KEY, timeout=30)
             try:
                 client.runs.wait(
                     stream_thread_id(stream, "bot"), "reply", input={"message": message(chat, k)},

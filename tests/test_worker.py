@@ -19,7 +19,7 @@ from groupmind.settings import Settings
 from groupmind.worker import MemoryWorker
 from nodes.deps import Deps
 from state.validation import InputError
-from stores.base import ChatScope
+from stores.base import ChatScope, job_thread_id
 from stores.sql import SqlJobQueue
 from tests.fakes import DownEvents
 from tests.graphs.helpers import job
@@ -33,10 +33,10 @@ def make_worker(
     now = [1000.0]
     s = Settings(data_dir=tmp_path / "data", **settings)
     engine = deps.profiles.engine  # type: ignore[attr-defined]
-    queue = SqlJobQueue(engine, clock=lambda: now[0])
-    flaky = replace(deps, events=DownEvents(deps.events, failures))
+    queue = SqlJobQueue(engine, bot=deps.bot_id, clock=lambda: now[0])
+    flaky = replace(deps, events=DownEvents(deps.events, failures), jobs=queue)
     graph = build_memory_graph(flaky, checkpointer=make_checkpointer(s))
-    return MemoryWorker(graph, queue, flaky, s, clock=lambda: now[0]), now
+    return MemoryWorker.one_bot(graph, flaky, s, clock=lambda: now[0]), now
 
 
 def test_an_outage_leaves_the_job_queued_then_it_is_stored(tmp_path: Path, deps: Deps) -> None:
@@ -92,7 +92,7 @@ def test_kill_9_mid_run_resumes_at_the_unfinished_step(tmp_path: Path) -> None:
     assert child.returncode == -9, child.stderr  # SIGKILL at the embed step
     settings = Settings(data_dir=data, job_lease_s=1.0, keep_checkpoints=True)
     session = open_session(settings)
-    config: Any = {"configurable": {"thread_id": "r1"}}
+    config: Any = {"configurable": {"thread_id": job_thread_id(session.bot, "r1")}}
     assert session.memory_graph.get_state(config).next == ("embed",)
     assert session.jobs.get("r1").status == "running"  # type: ignore[union-attr]
     time.sleep(1.1)  # the dead worker's lease runs out

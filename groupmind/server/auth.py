@@ -1,10 +1,16 @@
 """Who may use a LangGraph server running groupmind (``langgraph.json`` names ``auth``).
 
 Each bot has an API key (``GROUPMIND_BOTS``), sent as ``x-api-key`` (what ``langgraph_sdk``
-sends for ``api_key=``) or ``Authorization: Bearer``. A bot sees, creates and runs only its
-own threads, runs, assistants and store items (they are stamped with its id and filtered
-by it: another bot's come back 404), and its runs must stay in its platforms. With no bots
-configured the server is open, as a local ``langgraph dev`` is, and says so in its log.
+sends for ``api_key=``) or ``Authorization: Bearer`` (the scheme in any case). A bot sees,
+creates and runs only its own threads, runs, assistants and store items (they are stamped
+with its id and filtered by it: another bot's come back 404); its runs stay in its
+platforms; and the graphs a run gets are built over that bot's own stores
+(``groupmind.server.graphs``), so no input, command or state update reaches another bot's
+data. A reply thread's id (``stream_thread_id``) is its bot's: no other bot may create it
+or run on it. With no bots configured the server is open, as a local ``langgraph dev``
+is, and says so in its log.
+
+Checks come before anything is written: a refused run journals nothing.
 """
 
 from __future__ import annotations
@@ -12,22 +18,60 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import uuid
 from functools import lru_cache
 from typing import Any
 
 from langgraph_sdk import Auth
 
+from groupmind.server.identity import OPEN
 from groupmind.settings import BotKey, Settings
+from groupmind.threads import stream_of, stream_thread_id
 
 log = logging.getLogger("groupmind.server")
 auth = Auth()
-OPEN = "open"  # the identity of every request when no bot is configured
 ANY_PLATFORM = "platform:*"
+
+
+def _runs_keep_their_user() -> None:
+    """langhost (the PostgreSQL runtime, 0.11) keeps a run's config, the authenticated user
+    in it, through SQLAlchemy's default JSON encoder, which cannot encode the server's user
+    object: with custom auth every run failed (HTTP 500, "ProxyUser is not JSON
+    serializable"). Its engine gets the API server's own encoder, which can. The server
+    imports this module before it opens its database; elsewhere this does nothing."""
+    try:
+        from langgraph_runtime_pg import database  # type: ignore[import-not-found]
+    except ImportError:
+        return
+    import orjson
+    from langgraph_api.serde import default  # type: ignore[import-untyped]
+
+    make = database.create_async_engine
+    if getattr(make, "groupmind", False):
+        return
+
+    def encode(value: Any) -> str:
+        return orjson.dumps(value, default=default).decode()
+
+    def create_async_engine(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("json_serializer", encode)
+        return make(*args, **kwargs)
+
+    create_async_engine.groupmind = True  # type: ignore[attr-defined]
+    database.create_async_engine = create_async_engine
+
+
+_runs_keep_their_user()
+
+
+@lru_cache(maxsize=1)
+def settings() -> Settings:
+    return Settings()
 
 
 @lru_cache(maxsize=1)
 def bots() -> tuple[BotKey, ...]:
-    configured = tuple(Settings().bots)
+    configured = tuple(settings().bots)
     if not configured:
         log.warning(
             "groupmind: no GROUPMIND_BOTS configured, so this server is OPEN: anyone who can "
@@ -47,10 +91,15 @@ def bot_for(key: str | None) -> BotKey | None:
 
 
 def _key(authorization: str | None, headers: dict[bytes, bytes]) -> str | None:
-    if authorization and authorization.lower().startswith("bearer "):
-        return authorization[7:].strip()
+    scheme, _, token = (authorization or "").strip().partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
     raw = headers.get(b"x-api-key")
     return raw.decode() if raw else None
+
+
+def refuse(status: int, detail: str) -> Auth.exceptions.HTTPException:
+    return Auth.exceptions.HTTPException(status_code=status, detail=detail)
 
 
 @auth.authenticate
@@ -61,9 +110,7 @@ async def authenticate(
         return {"identity": OPEN, "permissions": [ANY_PLATFORM]}
     bot = bot_for(_key(authorization, headers))
     if bot is None:
-        raise Auth.exceptions.HTTPException(
-            status_code=401, detail="a valid bot API key is required"
-        )
+        raise refuse(401, "a valid bot API key is required")
     platforms = [f"platform:{p}" for p in bot.platforms] or [ANY_PLATFORM]
     return {"identity": bot.id, "permissions": platforms}
 
@@ -87,48 +134,109 @@ async def owned(ctx: Auth.types.AuthContext, value: Any) -> Auth.types.FilterTyp
     return _own(ctx, value)
 
 
-def run_platforms(run_input: Any, default_platform: str) -> list[str]:
-    """The platforms a run's input acts on: a reply's message, a memory job, a forget."""
-    if not isinstance(run_input, dict):
-        return []
-    message = run_input.get("message")
-    if isinstance(message, dict):
-        return [str(message.get("platform") or "")]
-    return [str(run_input.get("platform") or default_platform)]
+def run_platforms(kwargs: dict[str, Any], default_platform: str) -> list[str]:
+    """The platforms a run's input and command act on: a reply's message, a memory job's or
+    a forget's platform, and whatever a command's state update names."""
+    found: list[str] = []
+    command = kwargs.get("command")
+    update = command.get("update") if isinstance(command, dict) else None
+    for part in (kwargs.get("input"), update):
+        if not isinstance(part, dict):
+            continue
+        messages = part.get("message")
+        for message in messages if isinstance(messages, list) else [messages]:
+            if isinstance(message, dict):
+                found.append(str(message.get("platform") or ""))
+        msg = part.get("msg")
+        if isinstance(msg, dict):
+            found.append(str(msg.get("platform") or ""))
+        if messages is None and msg is None:
+            found.append(str(part.get("platform") or default_platform))
+    return found
+
+
+def is_stream_thread(thread_id: Any) -> bool:
+    """Stream thread ids are name-based (version 5); the server's own ids are not."""
+    try:
+        return uuid.UUID(str(thread_id)).version == 5
+    except ValueError:
+        return False
+
+
+def _check_stream_thread(thread_id: Any, stream: str | None, bot: str) -> None:
+    """A reply thread's id is ``stream_thread_id(stream, bot)``: only that bot may create
+    it, and only that stream's messages run on it. Another bot could compute the id, so
+    whoever names one must show the stream it is for, and be its bot."""
+    if stream is None or str(thread_id) != stream_thread_id(stream, bot):
+        raise refuse(
+            403,
+            "a reply thread belongs to one bot and one stream: send a message on "
+            "stream_thread_id(its stream, your bot id)",
+        )
+
+
+def _message_stream(kwargs: dict[str, Any]) -> str | None:
+    run_input = kwargs.get("input")
+    message = run_input.get("message") if isinstance(run_input, dict) else None
+    if not isinstance(message, dict):
+        return None
+    try:
+        return stream_of(message)
+    except ValueError as exc:
+        raise refuse(422, f"message: {exc}") from None
 
 
 @auth.on.threads.create_run
 async def run_in_own_platforms(
     ctx: Auth.types.AuthContext, value: Auth.types.RunsCreate
 ) -> Auth.types.FilterType | None:
-    allowed = set(ctx.permissions)
-    if ANY_PLATFORM not in allowed:
-        kwargs = value.get("kwargs") or {}
-        default = Settings().default_platform
-        for platform in run_platforms(kwargs.get("input"), default):
-            if f"platform:{platform}" not in allowed:
-                mine = sorted(p.removeprefix("platform:") for p in allowed)
-                raise Auth.exceptions.HTTPException(
-                    status_code=403,
-                    detail=f"platform {platform!r} is not one of this bot's ({', '.join(mine)})",
-                )
-    run_input = (value.get("kwargs") or {}).get("input")
+    kwargs = value.get("kwargs") or {}
+    identity = ctx.user.identity
+    if identity != OPEN:
+        allowed = set(ctx.permissions)
+        if ANY_PLATFORM not in allowed:
+            for platform in run_platforms(kwargs, settings().default_platform):
+                if f"platform:{platform}" not in allowed:
+                    mine = sorted(p.removeprefix("platform:") for p in allowed)
+                    raise refuse(
+                        403, f"platform {platform!r} is not one of this bot's ({', '.join(mine)})"
+                    )
+        thread_id, stream = value.get("thread_id"), _message_stream(kwargs)
+        # A message runs on its own stream's thread; nothing creates a stream thread blind.
+        creates = value.get("if_not_exists") == "create" and is_stream_thread(thread_id)
+        if stream is not None or creates:
+            _check_stream_thread(thread_id, stream, identity)
+    run_input = kwargs.get("input")
     if value.get("thread_id") and isinstance(run_input, dict):
         message = run_input.get("message")
         if isinstance(message, dict):
-            await asyncio.to_thread(journal, str(value["thread_id"]), message)
+            bot = settings().bot_id if identity == OPEN else identity
+            await asyncio.to_thread(journal, bot, str(value["thread_id"]), message)
     return _own(ctx, value)
 
 
-def journal(thread_id: str, message: dict[str, Any]) -> None:
+@auth.on.threads.create
+async def create_own_thread(
+    ctx: Auth.types.AuthContext, value: Auth.types.ThreadsCreate
+) -> Auth.types.FilterType | None:
+    if ctx.user.identity != OPEN and is_stream_thread(value.get("thread_id")):
+        metadata = value.get("metadata") or {}
+        stream = metadata.get("stream") if isinstance(metadata, dict) else None
+        _check_stream_thread(value.get("thread_id"), str(stream) if stream else None,
+                             ctx.user.identity)  # fmt: skip
+    return _own(ctx, value)
+
+
+def journal(bot: str, thread_id: str, message: dict[str, Any]) -> None:
     """Keep a reply run's message before the server queues the run: if the server cancels
     or rolls the run back before it starts (double-texting), the thread's next run takes
-    it (``nodes.reply.arrivals``). A message that does not validate is left to the run."""
+    it (``nodes.reply.arrivals``). Written only once the run passed every check, into the
+    bot's own inbox. A message that does not validate is left to the run."""
     from groupmind.wiring import open_runtime
     from state.reply import ChatMessage
     from state.validation import InputError, validated
 
-    deps = open_runtime().deps
+    deps = open_runtime().deps_for(bot)
     try:
         msg = validated(ChatMessage, message, "message", deps.validation)
         if deps.run_inbox is not None:

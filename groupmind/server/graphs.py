@@ -1,58 +1,79 @@
-"""The graph factories named in ``langgraph.json``: stores and models from the deployment's
-settings, built once per process and off the event loop (the server calls a factory for
-every run). The server supplies the checkpointer."""
+"""The graph factories named in ``langgraph.json``.
+
+The server calls a factory for every run with the run's config, which carries the
+authenticated bot (``groupmind.server.auth``): each bot's runs get graphs built over that
+bot's own stores, so a run can only ever read, write or erase its own bot's data, whatever
+its input, command or state says. A server without keys serves the deployment's own bot
+(``GROUPMIND_BOT_ID``). Graphs are built once per bot and process, off the event loop;
+the server supplies the checkpointer.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 from collections.abc import Callable
-from functools import lru_cache
-from typing import TypeVar
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from langchain_core.runnables import RunnableConfig
 
 from graphs.forget import ForgetGraph, build_forget_graph
 from graphs.memory import MemoryGraph, build_memory_graph
 from graphs.reply import ReplyGraph, build_reply_graph
-from groupmind.wiring import open_runtime
+from groupmind.server.identity import run_bot
+from groupmind.server.threads import ServerThreads
+from groupmind.wiring import Runtime, open_runtime
 
 G = TypeVar("G")
 
-
 _BUILDING = threading.Lock()  # runs that come in side by side build each graph once
+_BUILT: dict[tuple[str, str], Any] = {}
 
 
-def _once(build: Callable[[], G]) -> G:
+def _once(kind: str, bot: str, build: Callable[[Runtime, str], G]) -> G:
     with _BUILDING:
-        return build()
+        if (kind, bot) not in _BUILT:
+            _BUILT[kind, bot] = build(open_runtime(), bot)
+        graph: G = _BUILT[kind, bot]
+        return graph
 
 
-async def make_reply_graph() -> ReplyGraph:
-    """The reply graph; an in-process memory worker runs the jobs hand_off writes."""
-    return await asyncio.to_thread(_once, _reply_graph)
+def _bot(config: RunnableConfig | None) -> str:
+    return run_bot(config, open_runtime().settings)
 
 
-async def make_memory_graph() -> MemoryGraph:
-    return await asyncio.to_thread(_once, _memory_graph)
+async def make_reply_graph(config: RunnableConfig) -> ReplyGraph:
+    """The reply graph over the run's bot's stores."""
+    bot = await asyncio.to_thread(_bot, config)
+    return await asyncio.to_thread(_once, "reply", bot, _reply_graph)
 
 
-async def make_forget_graph() -> ForgetGraph:
-    """Erase a person or a chat: ``{"platform", "user_id"?, "chat_type"?, "chat_id"?}``."""
-    return await asyncio.to_thread(_once, _forget_graph)
+async def make_memory_graph(config: RunnableConfig) -> MemoryGraph:
+    bot = await asyncio.to_thread(_bot, config)
+    return await asyncio.to_thread(_once, "memory", bot, _memory_graph)
 
 
-@lru_cache(maxsize=1)
-def _reply_graph() -> ReplyGraph:
-    runtime = open_runtime()
+async def make_forget_graph(config: RunnableConfig) -> ForgetGraph:
+    """Erase a person or a chat of the run's bot: ``{"platform", "user_id"?, "chat_type"?,
+    "chat_id"?}``."""
+    bot = await asyncio.to_thread(_bot, config)
+    return await asyncio.to_thread(_once, "forget", bot, _forget_graph)
+
+
+def _reply_graph(runtime: Runtime, bot: str) -> ReplyGraph:
     if runtime.settings.server_memory_worker:  # else separate `groupmind worker`s (deploy/)
         runtime.start_background_worker()
-    return build_reply_graph(runtime.deps)
+    return build_reply_graph(runtime.deps_for(bot))
 
 
-@lru_cache(maxsize=1)
-def _memory_graph() -> MemoryGraph:
-    return build_memory_graph(open_runtime().deps)
+def _memory_graph(runtime: Runtime, bot: str) -> MemoryGraph:
+    return build_memory_graph(runtime.deps_for(bot))
 
 
-@lru_cache(maxsize=1)
-def _forget_graph() -> ForgetGraph:
-    return build_forget_graph(open_runtime().deps)
+def _forget_graph(runtime: Runtime, bot: str) -> ForgetGraph:
+    """The bot's forget: its stores, then this server's reply threads of the bot (from
+    inside the server), then what the engines keep on disk."""
+    threads = ServerThreads(bot, owned=bool(runtime.settings.bots))
+    deps = replace(runtime.deps_for(bot), reply_threads=threads, compact=runtime.compact)
+    return build_forget_graph(deps)

@@ -10,6 +10,7 @@ replayed message writes the same jobs again, not new ones.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from collections.abc import Mapping
 from datetime import datetime
@@ -21,7 +22,14 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from nodes.deps import Deps, need
 from state.context import Context
 from state.memory import MemoryJob, build_job
-from state.reply import ChatMessage, PendingMessage, ReplyState, current_message
+from state.reply import (
+    ChatMessage,
+    Handled,
+    PendingMessage,
+    ReplyState,
+    current_message,
+    handled,
+)
 from stores.base import ContextUsage, StoredMessage
 
 log = logging.getLogger("groupmind.reply")
@@ -30,8 +38,14 @@ TEMPLATE_LABELS = ("[离线规则回复]", "[表情:")
 
 
 def _request_id(stream: str, persona_id: str, last_message_id: str, user_id: str) -> str:
-    raw = f"{stream}|{persona_id}|{last_message_id}|{user_id}"
+    # JSON, not a joined string: ids may hold any separator, and two jobs never share an id.
+    raw = json.dumps([stream, persona_id, last_message_id, user_id], ensure_ascii=False)
     return f"mem-{hashlib.sha1(raw.encode()).hexdigest()[:20]}"
+
+
+def context_id(msg: ChatMessage) -> str:
+    """The context-usage record of a reply: one per stream, persona and message."""
+    return json.dumps([msg.stream, msg.persona_id, msg.message_id], ensure_ascii=False)
 
 
 def jobs_from_buffer(
@@ -102,6 +116,11 @@ def hand_off(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
         "model_messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)],
     }
     said = state.get("reply", "")
+    # The message is handled now, with its outcome: a redelivery gets this back.
+    outcome: Handled = {"action": action, "reason": state.get("reason", ""), "reply": said}
+    if state.get("sticker"):
+        outcome["sticker"] = dict(state.get("sticker", {}))
+    out["handled"] = handled(state, msg.message_id, outcome)
     if action in ("text_reply", "emoji_reply") and said:
         bot_line = _store_reply(deps, msg, said, persona_id)
         pending.append(bot_line)
@@ -161,7 +180,7 @@ def _record_usage(deps: Deps, state: ReplyState, msg: ChatMessage, said: str) ->
         usage = state.get("usage") or {}
         deps.context_usage.record(
             ContextUsage(
-                context_id=f"{msg.stream}|{msg.persona_id}|{msg.message_id}",
+                context_id=context_id(msg),
                 platform=msg.platform,
                 chat_type=msg.chat_type,
                 chat_id=msg.scope_chat_id,

@@ -21,7 +21,7 @@ from nodes.reply.arrivals import Seen, catch_up, journaled_before, pending_of, s
 from nodes.reply.hand_off import enqueue, jobs_from_buffer
 from nodes.variants import resolve_all
 from state.context import Context
-from state.reply import ChatMessage, ReplyState
+from state.reply import ChatMessage, ReplyState, handled
 from state.validation import InputError, validated
 from stores.base import StoredMessage
 
@@ -72,6 +72,13 @@ def textual_mentions(content: str, names: dict[str, str]) -> list[str]:
     return found
 
 
+def called_by_name(content: str, names: Collection[str]) -> bool:
+    """Whether a message opens with one of these names, punctuation or not ("小爱睡着了吗";
+    a name of two characters or more, so a lone character is not taken for one)."""
+    head = content.lstrip().lstrip("@＠").lstrip().lower()
+    return any(len(n) >= 2 and head.startswith(n.lower()) for n in names)
+
+
 def without_addressing(text: str, names: Collection[str] = ()) -> str:
     """The text minus whom it addresses: ``@name`` anywhere, a leading ``name:`` when
     ``name`` is someone known (so "大家早，" stays)."""
@@ -104,11 +111,12 @@ def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     seen = Seen(state)
     out: dict[str, Any] = {**fresh(), "message": Overwrite([]), "msg": msg}
     pending = list(state.get("pending", []))
-    # Taken as context earlier (its own run had not come): now it has, and is answered.
-    waiting = msg.message_id in seen.as_context
-    if msg.message_id in seen and not waiting:  # a redelivery of a message handled before
-        return {**out, "message_id": msg.message_id, "duplicate": True,
-                "reason": "already observed: a redelivered message"}  # fmt: skip
+    done = state.get("handled", {}).get(msg.message_id)
+    if done is not None:  # a redelivery of a message handled before: what was decided
+        why = f"already handled (a redelivered message): {done.get('reason', '')}"
+        return {**out, **done, "message_id": msg.message_id, "duplicate": True, "reason": why}
+    # Taken as context earlier (its own run had not come), or observed by a run that failed
+    # before it ended: not handled, so it is answered now, and kept once in the buffer.
     persona_id = msg.persona_id
     # The memory graph's variants for jobs this run writes: they travel with each job.
     memory_variants = resolve_all(MEMORY_VARIANTS, ctx, deps)
@@ -125,8 +133,11 @@ def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     if not from_self:
         deps.foreground.enter(msg.stream)  # left by hand_off: memory waits for replies
     names = {name: uid for uid, name in store.members(msg.stream).items()}
-    names.update({name: deps.bot_id for name in [deps.bot_id, *deps.persona_names(persona_id)]})
+    bot_names = [deps.bot_id, *deps.persona_names(persona_id)]
+    names.update({name: deps.bot_id for name in bot_names})
     mentions = list(dict.fromkeys([*msg.mentions, *textual_mentions(msg.content, names)]))
+    if called_by_name(msg.content, bot_names) and deps.bot_id not in mentions:
+        mentions.append(deps.bot_id)
     mentions = [m for m in mentions if m != msg.user_id]
     parent = store.get(msg.stream, persona_id, [msg.reply_to]) if msg.reply_to else []
     reply_to_bot = bool(parent) and (parent[0].from_bot or parent[0].user_id == deps.bot_id)
@@ -144,13 +155,15 @@ def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     if not from_self:
         interest += INTEREST_MENTION * addressed + INTEREST_REPLY_TO_BOT * reply_to_bot
         interest += INTEREST_QUESTION * question + INTEREST_TOPIC * _on_topic(state, stored)
-    if not waiting:  # taken earlier as context, and now its own run: once in the buffer
+    if all(p["message_id"] != msg.message_id for p in pending):  # once in the buffer
         pending.append(pending_of(msg, deps, from_bot=from_self))
     if thread_id is not None and deps.run_inbox is not None:
         deps.run_inbox.take(
             thread_id, [str(m.get("message_id")) for m in journaled] + [msg.message_id]
         )
     chat_state: Literal["ABSENT", "CHAT", "FOCUSED"] = state.get("chat_state", "ABSENT")
+    if from_self:  # stored, nothing to decide: handled here
+        out["handled"] = handled(state, msg.message_id, {"action": "no_reply", "reason": ""})
     return {
         **out,
         **seen.as_state(),

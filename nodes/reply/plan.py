@@ -20,6 +20,7 @@ decide that message and the output says so in ``fallback``.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import random
 from collections.abc import Callable
@@ -55,7 +56,7 @@ class Plan(BaseModel):
 
 def roll(stream: str, message_id: str, replans: int) -> float:
     """A reproducible die per message (not Python's salted hash)."""
-    seed = hashlib.sha256(f"{stream}|{message_id}|{replans}".encode()).digest()
+    seed = hashlib.sha256(json.dumps([stream, message_id, replans]).encode()).digest()
     return random.Random(int.from_bytes(seed[:8], "big")).random()
 
 

@@ -93,6 +93,7 @@ class Scoped:
 
     def __init__(self, deps: Deps, state: ReplyState) -> None:
         self.msg = msg = current_message(state)
+        deps.allow([msg.platform])  # the tools node is no slot: its own check
         self.persona_id = state.get("persona_id", msg.persona_id)
         self.names = need(deps.messages, "messages").members(msg.stream)
         self.members = set(self.names) | {msg.user_id}

@@ -2,7 +2,7 @@
 
 from stores.sql.engine import make_engine, migrate
 from stores.sql.inbox import SqlRunInbox
-from stores.sql.jobs import SqlJobQueue
+from stores.sql.jobs import SqlJobBoard, SqlJobQueue
 from stores.sql.lexical import SqlLexicalIndex
 from stores.sql.messages import SqlChatStates, SqlContextUsage, SqlMessageStore
 from stores.sql.personas import SqlPersonaStore
@@ -12,6 +12,7 @@ __all__ = [
     "SqlChatStates",
     "SqlContextUsage",
     "SqlMessageStore",
+    "SqlJobBoard",
     "SqlJobQueue",
     "SqlLexicalIndex",
     "SqlPersonaStore",

@@ -10,7 +10,9 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
 from stores.base import ChatScope
+from stores.sql.covered import mine
 from stores.sql.schema import (
+    Base,
     ChatStateRow,
     EventDocRow,
     GroupProfileRow,
@@ -35,7 +37,8 @@ def _key(platform: str, chat_type: Any, chat_id: str) -> str:
     return ChatScope(platform=platform, chat_type=chat_type, chat_id=chat_id).key
 
 
-def chat_overview(engine: Engine) -> list[ChatSummary]:
+def chat_overview(engine: Engine, bot: str) -> list[ChatSummary]:
+    """One bot's chats."""
     chats: dict[str, ChatSummary] = {}
 
     def chat(stream: str) -> ChatSummary:
@@ -44,23 +47,27 @@ def chat_overview(engine: Engine) -> list[ChatSummary]:
     with Session(engine) as s:
         latest = (
             select(MessageRow.stream, func.count(), func.max(MessageRow.seq))
-            .where(MessageRow.from_bot.is_(False))
+            .where(mine(MessageRow, bot), MessageRow.from_bot.is_(False))
             .group_by(MessageRow.stream)
         )
         last_seqs = {}
         for stream, count, seq in s.execute(latest):
             chat(stream).messages = count
             last_seqs[seq] = stream
-        for row in s.scalars(select(MessageRow).where(MessageRow.seq.in_(list(last_seqs)))):
+        for row in s.scalars(
+            select(MessageRow).where(mine(MessageRow, bot), MessageRow.seq.in_(list(last_seqs)))
+        ):
             chat(row.stream).persona_id = row.persona_id
             chat(row.stream).last_message_at = row.timestamp
-        for stream, state in s.execute(select(ChatStateRow.stream, ChatStateRow.state)):
+        states = select(ChatStateRow.stream, ChatStateRow.state).where(mine(ChatStateRow, bot))
+        for stream, state in s.execute(states):
             chat(stream).state = state
         events = select(
             EventDocRow.platform, EventDocRow.chat_type, EventDocRow.chat_id,
             EventDocRow.persona_id, func.count(), func.max(EventDocRow.chat_name),
-        ).group_by(EventDocRow.platform, EventDocRow.chat_type, EventDocRow.chat_id,
-                   EventDocRow.persona_id)  # fmt: skip
+        ).where(mine(EventDocRow, bot)).group_by(
+            EventDocRow.platform, EventDocRow.chat_type, EventDocRow.chat_id, EventDocRow.persona_id
+        )  # fmt: skip
         for platform, chat_type, chat_id, persona, count, name in s.execute(events):
             summary = chat(_key(platform, chat_type, chat_id))
             summary.memories[persona] = count
@@ -69,15 +76,26 @@ def chat_overview(engine: Engine) -> list[ChatSummary]:
             select(
                 MemoryJobRow.platform, MemoryJobRow.chat_type, MemoryJobRow.chat_id, func.count()
             )
-            .where(MemoryJobRow.status != "done")
+            .where(mine(MemoryJobRow, bot), MemoryJobRow.status != "done")
             .group_by(MemoryJobRow.platform, MemoryJobRow.chat_type, MemoryJobRow.chat_id)
         )
         for platform, chat_type, chat_id, count in s.execute(waiting):
             chat(_key(platform, chat_type, chat_id)).jobs_waiting = count
-        for platform, group_id, name in s.execute(
-            select(GroupProfileRow.platform, GroupProfileRow.group_id, GroupProfileRow.group_name)
-        ):
+        groups = select(
+            GroupProfileRow.platform, GroupProfileRow.group_id, GroupProfileRow.group_name
+        ).where(mine(GroupProfileRow, bot))
+        for platform, group_id, name in s.execute(groups):
             found = chats.get(_key(platform, "group", group_id))
             if found is not None and name:
                 found.name = name
     return sorted(chats.values(), key=lambda c: -(c.last_message_at or 0))
+
+
+def known_bots(engine: Engine) -> list[str]:
+    """Every bot with data in this database (in any table)."""
+    found: set[str] = set()
+    with engine.connect() as conn:
+        for table in Base.metadata.sorted_tables:
+            if "bot_id" in table.c:
+                found.update(conn.execute(select(table.c.bot_id).distinct()).scalars())
+    return sorted(found)

@@ -1,17 +1,30 @@
-"""The rows a forget covers, for every table that keeps a scope as columns
-(``platform``, ``chat_type``, ``chat_id``, ``user_id``)."""
+"""Row filters every tenant store shares: a bot's own rows (``mine``), and the rows a forget
+covers for every table that keeps a scope as columns (``platform``, ``chat_type``,
+``chat_id``, ``user_id``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from stores.base import ForgetTarget
+from stores.base import ForgetTarget, check_bot_id
 
 
-def covered(table: Any, target: ForgetTarget) -> list[Any]:
-    where = [table.platform == target.platform]
+def tenant(bot: str) -> str:
+    """A store's bot, checked once when the store is made."""
+    return check_bot_id(bot)
+
+
+def mine(table: Any, bot: str) -> Any:
+    """This bot's rows only: in every read, update and delete of a tenant store."""
+    return table.bot_id == bot
+
+
+def covered(table: Any, target: ForgetTarget, bot: str, *, everyone: bool = False) -> list[Any]:
+    """The target's rows; with ``everyone``, every person's in the target's chats (what a
+    forgotten person's words may be found in)."""
+    where = [mine(table, bot), table.platform == target.platform]
     if target.chat is not None:
         where += [table.chat_type == target.chat.chat_type, table.chat_id == target.chat.chat_id]
-    if target.user_id is not None:
+    if target.user_id is not None and not everyone:
         where.append(table.user_id == target.user_id)
     return where

@@ -49,17 +49,21 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
 _IN_PROCESS = threading.Lock()  # Alembic's context is module-global: one upgrade at a time
 
 
-def migrate(engine: Engine, *, default_platform: str = "qq", revision: str = "head") -> None:
+def migrate(
+    engine: Engine, *, default_platform: str = "qq", owner: str = "bot", revision: str = "head"
+) -> None:
     """Bring the schema to the newest revision (safe to call from several processes and
-    threads). ``default_platform`` is the platform rows from before revision 0005 are given."""
+    threads). ``default_platform`` is the platform rows from before revision 0005 are given,
+    ``owner`` the bot rows from before revision 0010 belong to."""
     with _IN_PROCESS:
-        _migrate(engine, default_platform, revision)
+        _migrate(engine, default_platform, owner, revision)
 
 
-def _migrate(engine: Engine, default_platform: str, revision: str) -> None:
+def _migrate(engine: Engine, default_platform: str, owner: str, revision: str) -> None:
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.attributes["default_platform"] = default_platform  # for rows older than 0005
+    cfg.attributes["owner"] = owner  # for rows older than 0010
     for attempt in range(5):
         try:
             with engine.connect() as conn:

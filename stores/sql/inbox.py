@@ -10,19 +10,23 @@ from sqlalchemy import Engine, delete, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from stores.base import ChatScope, ForgetTarget
-from stores.sql.covered import covered
+from stores.sql.covered import covered, mine, tenant
 from stores.sql.schema import RunInboxRow
 
 
 class SqlRunInbox:
-    def __init__(self, engine: Engine) -> None:
+    """One bot's journaled run inputs."""
+
+    def __init__(self, engine: Engine, *, bot: str) -> None:
         self.engine = engine
+        self.bot = tenant(bot)
 
     def put(self, thread_id: str, message: dict[str, Any], *, scope: ChatScope) -> None:
         try:
             with self.engine.begin() as conn:
                 conn.execute(
                     insert(RunInboxRow).values(
+                        bot_id=self.bot,
                         thread_id=thread_id,
                         message_id=str(message["message_id"]),
                         payload=message,
@@ -39,7 +43,7 @@ class SqlRunInbox:
     def waiting(self, thread_id: str) -> list[dict[str, Any]]:
         query = (
             select(RunInboxRow.payload)
-            .where(RunInboxRow.thread_id == thread_id)
+            .where(mine(RunInboxRow, self.bot), RunInboxRow.thread_id == thread_id)
             .order_by(RunInboxRow.received_at)
         )
         with self.engine.connect() as conn:
@@ -51,6 +55,7 @@ class SqlRunInbox:
         with self.engine.begin() as conn:
             conn.execute(
                 delete(RunInboxRow).where(
+                    mine(RunInboxRow, self.bot),
                     RunInboxRow.thread_id == thread_id,
                     RunInboxRow.message_id.in_(list(message_ids)),
                 )
@@ -59,5 +64,7 @@ class SqlRunInbox:
     def forget(self, target: ForgetTarget) -> int:
         with self.engine.begin() as conn:
             return int(
-                conn.execute(delete(RunInboxRow).where(*covered(RunInboxRow, target))).rowcount
+                conn.execute(
+                    delete(RunInboxRow).where(*covered(RunInboxRow, target, self.bot))
+                ).rowcount
             )

@@ -3,6 +3,9 @@
 Claiming is a compare-and-set on (status, attempts), so two workers never take the same
 job, on SQLite or PostgreSQL, without holding a lock between the read and the write. A
 running job whose lease ran out (its worker was killed) is claimable again.
+
+Each bot's jobs are its own (``SqlJobQueue``, bound to a bot); the processes that run jobs
+take them from every bot's (``SqlJobBoard``) and run each with its own bot's stores.
 """
 
 from __future__ import annotations
@@ -14,17 +17,29 @@ from sqlalchemy import Engine, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from stores.base import ChatScope, Clock, ForgetTarget, JobRow, JobStatus
-from stores.sql.covered import covered
+from stores.base import ChatScope, Clock, ForgetTarget, JobRow, JobStatus, Said
+from stores.sql.covered import covered, mine, tenant
 from stores.sql.schema import MemoryJobRow
 
 _CLAIM_TRIES = 20
 
 
 class SqlJobQueue:
-    def __init__(self, engine: Engine, *, clock: Clock = time.time) -> None:
+    """One bot's memory jobs."""
+
+    def __init__(self, engine: Engine, *, bot: str, clock: Clock = time.time) -> None:
         self.engine = engine
+        self.bot = tenant(bot)
         self.clock = clock
+
+    def queue(self, bot: str) -> SqlJobQueue:
+        """This queue as a one-bot board (a worker that serves only this bot)."""
+        if bot != self.bot:
+            raise KeyError(f"bot {bot!r}: this queue holds bot {self.bot!r}'s jobs only")
+        return self
+
+    def _key(self, request_id: str) -> tuple[Any, Any]:
+        return mine(MemoryJobRow, self.bot), MemoryJobRow.request_id == request_id
 
     def enqueue(
         self, request_id: str, payload: dict[str, Any], *, scope: ChatScope, user_id: str
@@ -34,6 +49,7 @@ class SqlJobQueue:
             with self.engine.begin() as conn:
                 conn.execute(
                     insert(MemoryJobRow).values(
+                        bot_id=self.bot,
                         request_id=request_id,
                         payload=payload,
                         platform=scope.platform,
@@ -56,7 +72,7 @@ class SqlJobQueue:
             result = conn.execute(
                 update(MemoryJobRow)
                 .where(
-                    MemoryJobRow.request_id == request_id,
+                    *self._key(request_id),
                     or_(MemoryJobRow.status != "running", MemoryJobRow.lease_until < now),
                 )
                 .values(
@@ -74,39 +90,10 @@ class SqlJobQueue:
         return bool(result.rowcount == 1)
 
     def claim(self, worker: str, *, lease_s: float, request_id: str | None = None) -> JobRow | None:
-        for _ in range(_CLAIM_TRIES):
-            now = self.clock()
-            due = or_(
-                (MemoryJobRow.status == "queued") & (MemoryJobRow.next_attempt_at <= now),
-                (MemoryJobRow.status == "running") & (MemoryJobRow.lease_until < now),
-            )
-            query = select(MemoryJobRow.request_id, MemoryJobRow.status, MemoryJobRow.attempts)
-            query = query.where(due).order_by(MemoryJobRow.next_attempt_at).limit(1)
-            if request_id is not None:
-                query = query.where(MemoryJobRow.request_id == request_id)
-            with self.engine.connect() as conn:
-                found = conn.execute(query).first()
-            if found is None:
-                return None
-            with self.engine.begin() as conn:
-                won = conn.execute(
-                    update(MemoryJobRow)
-                    .where(
-                        MemoryJobRow.request_id == found.request_id,
-                        MemoryJobRow.status == found.status,
-                        MemoryJobRow.attempts == found.attempts,
-                    )
-                    .values(
-                        status="running",
-                        attempts=found.attempts + 1,
-                        locked_by=worker,
-                        lease_until=now + lease_s,
-                        updated_at=now,
-                    )
-                ).rowcount
-            if won == 1:
-                return self.get(found.request_id)
-        return None
+        where = [mine(MemoryJobRow, self.bot)]
+        if request_id is not None:
+            where.append(MemoryJobRow.request_id == request_id)
+        return claim(self.engine, self.clock, worker, lease_s, where)
 
     def renew(self, request_id: str, worker: str, *, lease_s: float) -> bool:
         """Extend a running job's lease (a worker's heartbeat); False when it holds it no more."""
@@ -115,7 +102,7 @@ class SqlJobQueue:
             renewed = conn.execute(
                 update(MemoryJobRow)
                 .where(
-                    MemoryJobRow.request_id == request_id,
+                    *self._key(request_id),
                     MemoryJobRow.locked_by == worker,
                     MemoryJobRow.status == "running",
                 )
@@ -136,24 +123,20 @@ class SqlJobQueue:
         with self.engine.begin() as conn:
             conn.execute(
                 update(MemoryJobRow)
-                .where(MemoryJobRow.request_id == request_id)
+                .where(*self._key(request_id))
                 .values(**values, locked_by=None, lease_until=None, updated_at=self.clock())
             )
 
     def get(self, request_id: str) -> JobRow | None:
         with Session(self.engine) as s:
-            row = s.get(MemoryJobRow, request_id)
+            row = s.scalars(select(MemoryJobRow).where(*self._key(request_id))).first()
             return None if row is None else _to_job(row)
 
     def counts(self) -> dict[str, int]:
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                select(MemoryJobRow.status, func.count()).group_by(MemoryJobRow.status)
-            )
-            return {status: int(n) for status, n in rows}
+        return counts(self.engine, [mine(MemoryJobRow, self.bot)])
 
     def forget(self, target: ForgetTarget, *, running: bool = False) -> list[JobRow]:
-        where = covered(MemoryJobRow, target)
+        where = covered(MemoryJobRow, target, self.bot)
         if not running:
             where.append(~self._held())
         with Session(self.engine) as s, s.begin():
@@ -161,26 +144,120 @@ class SqlJobQueue:
             s.execute(delete(MemoryJobRow).where(*where))
         return rows
 
-    def running(self, target: ForgetTarget) -> list[str]:
-        """Jobs the target covers that a live worker holds right now."""
-        where = [*covered(MemoryJobRow, target), self._held()]
+    def running(self, target: ForgetTarget, *, everyone: bool = False) -> list[str]:
+        """Jobs the target covers (with ``everyone``: of anyone in its chats) that a live
+        worker holds right now."""
+        where = [*covered(MemoryJobRow, target, self.bot, everyone=everyone), self._held()]
         with self.engine.connect() as conn:
             return list(conn.execute(select(MemoryJobRow.request_id).where(*where)).scalars())
+
+    def scrub(self, target: ForgetTarget, said: Said) -> list[str]:
+        chats = covered(MemoryJobRow, target, self.bot, everyone=True)
+        changed = []
+        with Session(self.engine) as s, s.begin():
+            for row in s.scalars(select(MemoryJobRow).where(*chats)):
+                payload, result = dict(row.payload), dict(row.result or {})
+                recent = list(payload.get("recent_messages") or [])
+                kept = said.kept(recent, self.bot)  # the bot's user id is its id
+                quoted = said.quotes(str(result.get("text", "")))
+                if len(kept) == len(recent) and not quoted:
+                    continue
+                row.payload = {**payload, "recent_messages": kept}
+                if quoted:
+                    row.result = {**result, "text": ""}
+                changed.append(row.request_id)
+        return changed
 
     def _held(self) -> Any:
         return (MemoryJobRow.status == "running") & (MemoryJobRow.lease_until >= self.clock())
 
     def list(self, status: JobStatus | None = None, limit: int = 50) -> list[JobRow]:
-        query = select(MemoryJobRow).order_by(MemoryJobRow.updated_at.desc()).limit(limit)
-        if status is not None:
-            query = query.where(MemoryJobRow.status == status)
-        with Session(self.engine) as s:
-            return [_to_job(row) for row in s.scalars(query)]
+        return listed(self.engine, [mine(MemoryJobRow, self.bot)], status, limit)
+
+
+class SqlJobBoard:
+    """Every bot's memory jobs, for the processes that run them and for operators: a job
+    is claimed from any bot's, then finished through its own bot's queue (``queue``)."""
+
+    def __init__(self, engine: Engine, *, clock: Clock = time.time) -> None:
+        self.engine = engine
+        self.clock = clock
+
+    def queue(self, bot: str) -> SqlJobQueue:
+        return SqlJobQueue(self.engine, bot=bot, clock=self.clock)
+
+    def claim(self, worker: str, *, lease_s: float) -> JobRow | None:
+        return claim(self.engine, self.clock, worker, lease_s, [])
+
+    def counts(self) -> dict[str, int]:
+        return counts(self.engine, [])
+
+    def list(self, status: JobStatus | None = None, limit: int = 50) -> list[JobRow]:
+        return listed(self.engine, [], status, limit)
+
+
+def claim(
+    engine: Engine, clock: Clock, worker: str, lease_s: float, where: list[Any]
+) -> JobRow | None:
+    """Take the next due job among those ``where`` admits (or a running one whose lease ran
+    out): a compare-and-set, so two workers never take the same job."""
+    for _ in range(_CLAIM_TRIES):
+        now = clock()
+        due = or_(
+            (MemoryJobRow.status == "queued") & (MemoryJobRow.next_attempt_at <= now),
+            (MemoryJobRow.status == "running") & (MemoryJobRow.lease_until < now),
+        )
+        query = select(
+            MemoryJobRow.bot_id, MemoryJobRow.request_id, MemoryJobRow.status, MemoryJobRow.attempts
+        )
+        query = query.where(due, *where).order_by(MemoryJobRow.next_attempt_at).limit(1)
+        with engine.connect() as conn:
+            found = conn.execute(query).first()
+        if found is None:
+            return None
+        key = (MemoryJobRow.bot_id == found.bot_id, MemoryJobRow.request_id == found.request_id)
+        with engine.begin() as conn:
+            won = conn.execute(
+                update(MemoryJobRow)
+                .where(
+                    *key,
+                    MemoryJobRow.status == found.status,
+                    MemoryJobRow.attempts == found.attempts,
+                )
+                .values(
+                    status="running",
+                    attempts=found.attempts + 1,
+                    locked_by=worker,
+                    lease_until=now + lease_s,
+                    updated_at=now,
+                )
+            ).rowcount
+        if won == 1:
+            with Session(engine) as s:
+                row = s.scalars(select(MemoryJobRow).where(*key)).first()
+                return None if row is None else _to_job(row)
+    return None
+
+
+def counts(engine: Engine, where: list[Any]) -> dict[str, int]:
+    query = select(MemoryJobRow.status, func.count()).where(*where).group_by(MemoryJobRow.status)
+    with engine.connect() as conn:
+        return {status: int(n) for status, n in conn.execute(query)}
+
+
+def listed(engine: Engine, where: list[Any], status: JobStatus | None, limit: int) -> list[JobRow]:
+    query = select(MemoryJobRow).where(*where)
+    if status is not None:
+        query = query.where(MemoryJobRow.status == status)
+    query = query.order_by(MemoryJobRow.updated_at.desc()).limit(limit)
+    with Session(engine) as s:
+        return [_to_job(row) for row in s.scalars(query)]
 
 
 def _to_job(row: MemoryJobRow) -> JobRow:
     return JobRow(
         request_id=row.request_id,
+        bot_id=row.bot_id,
         payload=dict(row.payload),
         status=row.status,  # type: ignore[arg-type]
         attempts=row.attempts,

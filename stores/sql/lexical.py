@@ -13,14 +13,23 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine, delete, func, insert, select
 from sqlalchemy.orm import Session
 
-from stores.base import ChatScope, EventHit, EventQuery, EventRecord, ForgetTarget, ScopeMembers
-from stores.sql.covered import covered
+from stores.base import (
+    ChatScope,
+    EventHit,
+    EventQuery,
+    EventRecord,
+    ForgetTarget,
+    Said,
+    ScopeMembers,
+)
+from stores.sql.covered import covered, mine, tenant
 from stores.sql.schema import EventDocRow, EventTermRow
 from stores.text import terms
 
@@ -35,8 +44,11 @@ SCOPE_CACHE_MAX = 256  # scopes whose member lists are kept
 
 
 class SqlLexicalIndex:
-    def __init__(self, engine: Engine) -> None:
+    """One bot's keyword index: every read and write is this bot's only."""
+
+    def __init__(self, engine: Engine, *, bot: str) -> None:
         self.engine = engine
+        self.bot = tenant(bot)
         self._scopes: dict[tuple[ChatScope, str | None], ScopeMembers] = {}
         self._lock = threading.Lock()
 
@@ -54,6 +66,7 @@ class SqlLexicalIndex:
             counts = Counter(t[:64] for t in terms(index_text(event)))
             docs.append(
                 {
+                    "bot_id": self.bot,
                     "id": event.id,
                     "platform": event.platform,
                     "chat_type": event.chat_type,
@@ -66,12 +79,14 @@ class SqlLexicalIndex:
                     "text": event.text,
                     "degraded": event.degraded,
                     "context": event.context,
+                    "context_user_id": event.context_user_id,
                     "length": max(1, sum(counts.values())),
                     "indexed_at": now,
                 }
             )
             postings += [
                 {
+                    "bot_id": self.bot,
                     "event_id": event.id,
                     "term": term,
                     "tf": tf,
@@ -85,8 +100,14 @@ class SqlLexicalIndex:
             ]
         with self.engine.begin() as conn:
             # Deletes first: on SQLite the transaction takes the write lock at once.
-            conn.execute(delete(EventTermRow).where(EventTermRow.event_id.in_(ids)))
-            conn.execute(delete(EventDocRow).where(EventDocRow.id.in_(ids)))
+            conn.execute(
+                delete(EventTermRow).where(
+                    mine(EventTermRow, self.bot), EventTermRow.event_id.in_(ids)
+                )
+            )
+            conn.execute(
+                delete(EventDocRow).where(mine(EventDocRow, self.bot), EventDocRow.id.in_(ids))
+            )
             conn.execute(insert(EventDocRow), docs)
             if postings:
                 conn.execute(insert(EventTermRow), postings)
@@ -97,13 +118,13 @@ class SqlLexicalIndex:
             return []
         with self.engine.connect() as conn:
             n_docs, avg_len = conn.execute(
-                select(func.count(), func.avg(EventDocRow.length)).where(*_filters(query))
+                select(func.count(), func.avg(EventDocRow.length)).where(*_filters(query, self.bot))
             ).one()
             if not n_docs:
                 return []
             if n_docs >= PRUNE_FROM_DOCS:
                 wanted = self._prune(conn, query, wanted, n_docs)
-            postings = conn.execute(_postings(query, wanted)).all()
+            postings = conn.execute(_postings(query, wanted, self.bot)).all()
         if not postings:
             return []
         best = bm25_top(postings, n_docs, float(avg_len or 1.0), query.top_k)
@@ -114,9 +135,9 @@ class SqlLexicalIndex:
             if event_id in events and query.admits(events[event_id])
         ]
 
-    @staticmethod
-    def _prune(conn: Any, query: EventQuery, wanted: list[str], n_docs: int) -> list[str]:
+    def _prune(self, conn: Any, query: EventQuery, wanted: list[str], n_docs: int) -> list[str]:
         scope = (
+            mine(EventTermRow, self.bot),
             EventTermRow.platform == query.platform,
             EventTermRow.chat_type == query.chat_type,
             EventTermRow.chat_id == query.chat_id,
@@ -135,7 +156,7 @@ class SqlLexicalIndex:
         """Every event the query's scope and filters admit, or None when there are more
         than ``limit``. For a plain scope the list is kept and reused while the scope's
         version (count and last write, read from the index alone) is unchanged."""
-        filters = _filters(query)
+        filters = _filters(query, self.bot)
         key = (query.scope, query.persona_id)
         with self.engine.connect() as conn:
             count, last = conn.execute(
@@ -164,26 +185,53 @@ class SqlLexicalIndex:
         if not ids:
             return []
         with Session(self.engine) as s:
-            rows = s.scalars(select(EventDocRow).where(EventDocRow.id.in_(list(ids))))
+            rows = s.scalars(
+                select(EventDocRow).where(
+                    mine(EventDocRow, self.bot), EventDocRow.id.in_(list(ids))
+                )
+            )
             by_id = {row.id: _record(row) for row in rows}
         return [by_id[i] for i in ids if i in by_id]
 
     def count(self, scope: ChatScope | None = None) -> int:
-        query = select(func.count()).select_from(EventDocRow)
+        query = select(func.count()).select_from(EventDocRow).where(mine(EventDocRow, self.bot))
         if scope is not None:
-            query = query.where(*_scope_filters(scope))
+            query = query.where(*_scope_filters(scope, self.bot))
         with self.engine.connect() as conn:
             return int(conn.execute(query).scalar_one())
 
+    def context_holders(self, target: ForgetTarget, said: Said) -> list[EventRecord]:
+        """Events in the target's chats whose answered message is the person's."""
+        chats = covered(EventDocRow, target, self.bot, everyone=True)
+        where = [*chats, EventDocRow.context != ""]
+        with Session(self.engine) as s:
+            rows = [_record(row) for row in s.scalars(select(EventDocRow).where(*where))]
+        return [e for e in rows if said.answered_in(e)]
+
+    def scrub_context(self, target: ForgetTarget, said: Said) -> list[str]:
+        found = [
+            replace(e, context="", context_user_id="") for e in self.context_holders(target, said)
+        ]
+        self.upsert_many(found)
+        return [e.id for e in found]
+
     def forget(self, target: ForgetTarget) -> list[str]:
         """Delete the events (and their postings) the target covers; returns their ids."""
-        where = covered(EventDocRow, target)
+        where = covered(EventDocRow, target, self.bot)
         with self.engine.begin() as conn:
             ids = list(conn.execute(select(EventDocRow.id).where(*where)).scalars())
             for start in range(0, len(ids), 500):
                 chunk = ids[start : start + 500]
-                conn.execute(delete(EventTermRow).where(EventTermRow.event_id.in_(chunk)))
-                conn.execute(delete(EventDocRow).where(EventDocRow.id.in_(chunk)))
+                conn.execute(
+                    delete(EventTermRow).where(
+                        mine(EventTermRow, self.bot), EventTermRow.event_id.in_(chunk)
+                    )
+                )
+                conn.execute(
+                    delete(EventDocRow).where(
+                        mine(EventDocRow, self.bot), EventDocRow.id.in_(chunk)
+                    )
+                )
         with self._lock:
             self._scopes.clear()
         return ids
@@ -213,12 +261,13 @@ def bm25_top(
     return [(str(ids[i]), float(scores[i])) for i in top]
 
 
-def _postings(query: EventQuery, wanted: list[str]) -> Any:
+def _postings(query: EventQuery, wanted: list[str], bot: str) -> Any:
     """The query terms' postings in scope: from the covering index alone, unless a user or
     time filter needs the documents."""
     stmt = select(
         EventTermRow.event_id, EventTermRow.term, EventTermRow.tf, EventTermRow.length
     ).where(
+        mine(EventTermRow, bot),
         EventTermRow.platform == query.platform,
         EventTermRow.chat_type == query.chat_type,
         EventTermRow.chat_id == query.chat_id,
@@ -227,22 +276,24 @@ def _postings(query: EventQuery, wanted: list[str]) -> Any:
     if query.persona_id is not None:
         stmt = stmt.where(EventTermRow.persona_id == query.persona_id)
     if query.user_id is not None or query.time_from is not None or query.time_to is not None:
-        stmt = stmt.join(EventDocRow, EventDocRow.id == EventTermRow.event_id).where(
-            *_filters(query)
+        joined = (EventDocRow.bot_id == EventTermRow.bot_id) & (
+            EventDocRow.id == EventTermRow.event_id
         )
+        stmt = stmt.join(EventDocRow, joined).where(*_filters(query, bot))
     return stmt
 
 
-def _scope_filters(scope: ChatScope) -> list[Any]:
+def _scope_filters(scope: ChatScope, bot: str) -> list[Any]:
     return [
+        mine(EventDocRow, bot),
         EventDocRow.platform == scope.platform,
         EventDocRow.chat_type == scope.chat_type,
         EventDocRow.chat_id == scope.chat_id,
     ]
 
 
-def _filters(query: EventQuery) -> list[Any]:
-    filters = _scope_filters(query.scope)
+def _filters(query: EventQuery, bot: str) -> list[Any]:
+    filters = _scope_filters(query.scope, bot)
     if query.persona_id is not None:
         filters.append(EventDocRow.persona_id == query.persona_id)
     if query.user_id is not None:
@@ -268,4 +319,5 @@ def _record(row: EventDocRow) -> EventRecord:
         persona_id=row.persona_id,
         degraded=row.degraded,
         context=row.context,
+        context_user_id=row.context_user_id,
     )

@@ -11,15 +11,18 @@ from sqlalchemy import Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from stores.base import ContextUsage, ForgetTarget, StoredMessage
-from stores.sql.covered import covered
+from stores.base import ContextUsage, ForgetTarget, Said, StoredMessage
+from stores.sql.covered import covered, mine, tenant
 from stores.sql.schema import ChatMemberRow, ChatStateRow, ContextUsageRow, MessageRow
 from stores.text import keywords_of
 
 
 class SqlMessageStore:
-    def __init__(self, engine: Engine) -> None:
+    """One bot's messages: every read, write and erase is this bot's only."""
+
+    def __init__(self, engine: Engine, *, bot: str) -> None:
         self.engine = engine
+        self.bot = tenant(bot)
 
     def add(self, message: StoredMessage) -> StoredMessage:
         kw = message.keywords or keywords_of(message.content)
@@ -42,7 +45,7 @@ class SqlMessageStore:
         try:
             with self.engine.begin() as conn:
                 seq = conn.execute(
-                    insert(MessageRow).values(**values).returning(MessageRow.seq)
+                    insert(MessageRow).values(**values, bot_id=self.bot).returning(MessageRow.seq)
                 ).scalar_one()
                 self._seen(conn, message)
         except IntegrityError:  # the same message again (a replay): keep the first copy
@@ -51,7 +54,11 @@ class SqlMessageStore:
         return StoredMessage(**{**values, "seq": int(seq)})  # type: ignore[arg-type]
 
     def _seen(self, conn: object, message: StoredMessage) -> None:
-        key = (ChatMemberRow.stream == message.stream, ChatMemberRow.user_id == message.user_id)
+        key = (
+            mine(ChatMemberRow, self.bot),
+            ChatMemberRow.stream == message.stream,
+            ChatMemberRow.user_id == message.user_id,
+        )
         changed = conn.execute(  # type: ignore[attr-defined]
             update(ChatMemberRow)
             .where(*key)
@@ -60,6 +67,7 @@ class SqlMessageStore:
         if not changed:
             conn.execute(  # type: ignore[attr-defined]
                 insert(ChatMemberRow).values(
+                    bot_id=self.bot,
                     stream=message.stream,
                     user_id=message.user_id,
                     user_name=message.user_name,
@@ -71,7 +79,7 @@ class SqlMessageStore:
         if not message_ids:
             return []
         query = select(MessageRow).where(
-            *_scope(stream, persona_id), MessageRow.message_id.in_(list(message_ids))
+            *self._scope(stream, persona_id), MessageRow.message_id.in_(list(message_ids))
         )
         return self._fetch(query)
 
@@ -88,7 +96,7 @@ class SqlMessageStore:
         query = (
             select(MessageRow)
             .where(
-                *_scope(stream, persona_id),
+                *self._scope(stream, persona_id),
                 MessageRow.timestamp <= before,
                 MessageRow.timestamp >= since,
             )
@@ -105,7 +113,7 @@ class SqlMessageStore:
             return []
         query = (
             select(MessageRow)
-            .where(*_scope(stream, persona_id), MessageRow.reply_to.in_(list(message_ids)))
+            .where(*self._scope(stream, persona_id), MessageRow.reply_to.in_(list(message_ids)))
             .order_by(MessageRow.seq.desc())
             .limit(limit)
         )
@@ -114,7 +122,7 @@ class SqlMessageStore:
     def newer_than(self, stream: str, persona_id: str, seq: int) -> list[StoredMessage]:
         query = (
             select(MessageRow)
-            .where(*_scope(stream, persona_id), MessageRow.seq > seq)
+            .where(*self._scope(stream, persona_id), MessageRow.seq > seq)
             .order_by(MessageRow.seq)
         )
         return self._fetch(query)
@@ -123,7 +131,7 @@ class SqlMessageStore:
         with self.engine.connect() as conn:
             rows = conn.execute(
                 select(ChatMemberRow.user_id, ChatMemberRow.user_name).where(
-                    ChatMemberRow.stream == stream
+                    mine(ChatMemberRow, self.bot), ChatMemberRow.stream == stream
                 )
             )
             return {user_id: name for user_id, name in rows}
@@ -132,8 +140,8 @@ class SqlMessageStore:
         """A chat: all its messages and members. A person: what they said (in one chat or
         on the whole platform), the bot's replies to it (they may quote it) and their
         memberships."""
-        messages = [MessageRow.platform == target.platform]
-        members = []
+        messages = [mine(MessageRow, self.bot), MessageRow.platform == target.platform]
+        members = [mine(ChatMemberRow, self.bot)]
         if target.chat is not None:
             messages.append(MessageRow.stream == target.chat.key)
             members.append(ChatMemberRow.stream == target.chat.key)
@@ -151,6 +159,7 @@ class SqlMessageStore:
                 if target.user_id is not None:
                     removed[stream] += conn.execute(
                         delete(MessageRow).where(
+                            mine(MessageRow, self.bot),
                             MessageRow.stream == stream,
                             MessageRow.reply_to == message_id,
                             MessageRow.from_bot.is_(True),
@@ -159,13 +168,34 @@ class SqlMessageStore:
             conn.execute(delete(MessageRow).where(*messages))
         return dict(removed)
 
+    def said_by(self, target: ForgetTarget) -> Said:
+        assert target.user_id is not None, "said_by: a person"
+        where = [mine(MessageRow, self.bot), MessageRow.platform == target.platform,
+                 MessageRow.user_id == target.user_id]  # fmt: skip
+        if target.chat is not None:
+            where.append(MessageRow.stream == target.chat.key)
+        columns = (MessageRow.user_name, MessageRow.content, MessageRow.message_id)
+        with self.engine.connect() as conn:
+            said = conn.execute(select(*columns).where(*where)).all()
+            names = conn.execute(
+                select(ChatMemberRow.user_name).where(
+                    mine(ChatMemberRow, self.bot), ChatMemberRow.user_id == target.user_id
+                )
+            ).scalars()
+            known = {*names, *(name for name, _, _ in said)}
+        texts, ids = tuple(text for _, text, _ in said), frozenset(i for _, _, i in said)
+        return Said(target.user_id, frozenset(known), texts, ids)
+
     def _fetch(self, query: object) -> list[StoredMessage]:
         with Session(self.engine) as s:
             return [_message(row) for row in s.scalars(query)]  # type: ignore[call-overload]
 
-
-def _scope(stream: str, persona_id: str) -> tuple[Any, Any]:
-    return MessageRow.stream == stream, MessageRow.persona_id == persona_id
+    def _scope(self, stream: str, persona_id: str) -> tuple[Any, Any, Any]:
+        return (
+            mine(MessageRow, self.bot),
+            MessageRow.stream == stream,
+            MessageRow.persona_id == persona_id,
+        )
 
 
 def _message(row: MessageRow) -> StoredMessage:
@@ -189,50 +219,59 @@ def _message(row: MessageRow) -> StoredMessage:
 
 
 class SqlChatStates:
-    def __init__(self, engine: Engine) -> None:
+    """One bot's chat states (its FOCUSED cap counts its own chats)."""
+
+    def __init__(self, engine: Engine, *, bot: str) -> None:
         self.engine = engine
+        self.bot = tenant(bot)
 
     def set_state(self, stream: str, state: str) -> None:
         now = time.time()
+        key = (mine(ChatStateRow, self.bot), ChatStateRow.stream == stream)
         with self.engine.begin() as conn:
             changed = conn.execute(
-                update(ChatStateRow)
-                .where(ChatStateRow.stream == stream)
-                .values(state=state, updated_at=now)
+                update(ChatStateRow).where(*key).values(state=state, updated_at=now)
             ).rowcount
             if not changed:
                 try:
                     with conn.begin_nested():
                         conn.execute(
-                            insert(ChatStateRow).values(stream=stream, state=state, updated_at=now)
+                            insert(ChatStateRow).values(
+                                bot_id=self.bot, stream=stream, state=state, updated_at=now
+                            )
                         )
                 except IntegrityError:
                     conn.execute(
-                        update(ChatStateRow)
-                        .where(ChatStateRow.stream == stream)
-                        .values(state=state, updated_at=now)
+                        update(ChatStateRow).where(*key).values(state=state, updated_at=now)
                     )
 
     def count(self, state: str, *, excluding: str | None = None) -> int:
-        query = select(func.count()).select_from(ChatStateRow).where(ChatStateRow.state == state)
+        query = (
+            select(func.count())
+            .select_from(ChatStateRow)
+            .where(mine(ChatStateRow, self.bot), ChatStateRow.state == state)
+        )
         if excluding is not None:
             query = query.where(ChatStateRow.stream != excluding)
         with self.engine.connect() as conn:
             return int(conn.execute(query).scalar_one())
 
     def forget(self, stream: str) -> int:
+        key = (mine(ChatStateRow, self.bot), ChatStateRow.stream == stream)
         with self.engine.begin() as conn:
-            return int(
-                conn.execute(delete(ChatStateRow).where(ChatStateRow.stream == stream)).rowcount
-            )
+            return int(conn.execute(delete(ChatStateRow).where(*key)).rowcount)
 
 
 class SqlContextUsage:
-    def __init__(self, engine: Engine) -> None:
+    """One bot's context-usage records."""
+
+    def __init__(self, engine: Engine, *, bot: str) -> None:
         self.engine = engine
+        self.bot = tenant(bot)
 
     def record(self, usage: ContextUsage) -> None:
         values = {
+            "bot_id": self.bot,
             "context_id": usage.context_id,
             "platform": usage.platform,
             "chat_type": usage.chat_type,
@@ -251,15 +290,20 @@ class SqlContextUsage:
         with self.engine.begin() as conn:
             changed = conn.execute(
                 update(ContextUsageRow)
-                .where(ContextUsageRow.context_id == usage.context_id)
+                .where(
+                    mine(ContextUsageRow, self.bot), ContextUsageRow.context_id == usage.context_id
+                )
                 .values(**values)
             ).rowcount
             if not changed:
                 conn.execute(insert(ContextUsageRow).values(**values))
 
     def get(self, context_id: str) -> ContextUsage | None:
+        query = select(ContextUsageRow).where(
+            mine(ContextUsageRow, self.bot), ContextUsageRow.context_id == context_id
+        )
         with Session(self.engine) as s:
-            row = s.get(ContextUsageRow, context_id)
+            row = s.scalars(query).first()
             if row is None:
                 return None
             return ContextUsage(
@@ -281,5 +325,5 @@ class SqlContextUsage:
     def forget(self, target: ForgetTarget) -> int:
         """The records of a chat, or of the replies to a person (in one chat or all)."""
         with self.engine.begin() as conn:
-            where = covered(ContextUsageRow, target)
+            where = covered(ContextUsageRow, target, self.bot)
             return int(conn.execute(delete(ContextUsageRow).where(*where)).rowcount)

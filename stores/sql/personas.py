@@ -35,8 +35,8 @@ class SqlPersonaStore:
             ids = [row.persona_id for row in s.query(PersonaRow).order_by(PersonaRow.persona_id)]
         return [p for p in map(self.get_persona, ids) if p is not None]
 
-    def persona_for(self, scope: ChatScope) -> str:
-        return DEFAULT_PERSONA
+    def persona_for(self, scope: ChatScope, default: str | None = None) -> str:
+        return default or DEFAULT_PERSONA
 
     def put_persona(self, persona: Persona) -> None:
         with Session(self.engine) as s, s.begin():

@@ -18,6 +18,7 @@ from sqlalchemy import Engine, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from stores import topics
 from stores.base import (
     ChatScope,
     Clock,
@@ -28,7 +29,7 @@ from stores.base import (
     ProfileConflict,
     Relationship,
 )
-from stores.sql.covered import covered
+from stores.sql.covered import covered, mine, tenant
 from stores.sql.schema import (
     Base,
     GroupProfileRow,
@@ -37,70 +38,92 @@ from stores.sql.schema import (
     UnscopedProfileRow,
     UserRelationshipRow,
 )
+from stores.text import has_cjk
 
 
 class SqlProfileStore:
-    def __init__(self, engine: Engine, *, clock: Clock = time.time) -> None:
+    """One bot's people and groups."""
+
+    def __init__(self, engine: Engine, *, bot: str, clock: Clock = time.time) -> None:
         self.engine = engine
+        self.bot = tenant(bot)
         self.clock = clock
 
-    def get_relationship(self, platform: str, user_id: str) -> Relationship | None:
+    def _one(self, table: type[Base], *where: Any) -> Any:
         with Session(self.engine) as s:
-            row = s.get(UserRelationshipRow, (platform, user_id))
-            if row is None:
-                return None
-            return Relationship(
-                platform=row.platform,
-                user_id=row.user_id,
-                user_name=row.user_name,
-                aliases=list(row.aliases or []),
-                relationship_score=row.relationship_score,
-                relationship_stage=row.relationship_stage,
-                first_met_time=row.first_met_time,
-                last_impression_update=row.last_impression_update,
-                version=row.version,
-            )
+            return s.scalars(select(table).where(mine(table, self.bot), *where)).first()
+
+    def get_relationship(self, platform: str, user_id: str) -> Relationship | None:
+        row = self._one(
+            UserRelationshipRow,
+            UserRelationshipRow.platform == platform,
+            UserRelationshipRow.user_id == user_id,
+        )
+        if row is None:
+            return None
+        return Relationship(
+            platform=row.platform,
+            user_id=row.user_id,
+            user_name=row.user_name,
+            aliases=list(row.aliases or []),
+            relationship_score=row.relationship_score,
+            relationship_stage=row.relationship_stage,
+            first_met_time=row.first_met_time,
+            last_impression_update=row.last_impression_update,
+            version=row.version,
+        )
 
     def learned_about(self, platform: str, user_id: str) -> list[LearnedProfile]:
         query = select(LearnedProfileRow).where(
-            LearnedProfileRow.platform == platform, LearnedProfileRow.user_id == user_id
+            mine(LearnedProfileRow, self.bot),
+            LearnedProfileRow.platform == platform,
+            LearnedProfileRow.user_id == user_id,
         )
         with Session(self.engine) as s:
             return [_learned(row) for row in s.scalars(query)]
 
     def get_learned(self, scope: ChatScope, user_id: str) -> LearnedProfile | None:
-        key = (scope.platform, user_id, scope.chat_type, scope.chat_id)
-        with Session(self.engine) as s:
-            row = s.get(LearnedProfileRow, key)
-            return None if row is None else _learned(row)
+        row = self._one(
+            LearnedProfileRow,
+            LearnedProfileRow.platform == scope.platform,
+            LearnedProfileRow.user_id == user_id,
+            LearnedProfileRow.chat_type == scope.chat_type,
+            LearnedProfileRow.chat_id == scope.chat_id,
+        )
+        return None if row is None else _learned(row)
 
     def get_group(self, platform: str, group_id: str) -> GroupProfile | None:
-        with Session(self.engine) as s:
-            row = s.get(GroupProfileRow, (platform, group_id))
-            if row is None:
-                return None
-            return GroupProfile(
-                platform=row.platform,
-                group_id=row.group_id,
-                name=row.group_name,
-                summary=row.summary,
-                traits=dict(row.traits or {}),
-                updated_at=row.updated_at,
-                version=row.version,
-            )
+        row = self._one(
+            GroupProfileRow,
+            GroupProfileRow.platform == platform,
+            GroupProfileRow.group_id == group_id,
+        )
+        if row is None:
+            return None
+        return GroupProfile(
+            platform=row.platform,
+            group_id=row.group_id,
+            name=row.group_name,
+            summary=row.summary,
+            traits=dict(row.traits or {}),
+            updated_at=row.updated_at,
+            version=row.version,
+        )
 
     def unscoped(self, platform: str, user_id: str) -> dict[str, Any] | None:
         """Content from before profiles had provenance (migration 0006): for the operator."""
-        with Session(self.engine) as s:
-            row = s.get(UnscopedProfileRow, (platform, user_id))
-            if row is None:
-                return None
-            keys = ("learned_in", "impression_text", "key_facts", "preference_keywords")
-            return {k: getattr(row, k) for k in (*keys, "summary", "traits")}
+        row = self._one(
+            UnscopedProfileRow,
+            UnscopedProfileRow.platform == platform,
+            UnscopedProfileRow.user_id == user_id,
+        )
+        if row is None:
+            return None
+        keys = ("learned_in", "impression_text", "key_facts", "preference_keywords")
+        return {k: getattr(row, k) for k in (*keys, "summary", "traits")}
 
     def was_applied(self, request_id: str) -> bool:
-        with Session(self.engine) as s:
-            return s.get(ProfileMergeRow, request_id) is not None
+        return self._one(ProfileMergeRow, ProfileMergeRow.request_id == request_id) is not None
 
     def apply(self, change: ProfileChange) -> bool:
         now = self.clock()
@@ -110,6 +133,7 @@ class SqlProfileStore:
                 # Written first: on SQLite the transaction takes the write lock at once.
                 conn.execute(
                     insert(ProfileMergeRow).values(
+                        bot_id=self.bot,
                         request_id=change.request_id,
                         platform=rel.platform,
                         user_id=rel.user_id,
@@ -120,11 +144,13 @@ class SqlProfileStore:
                     conn,
                     UserRelationshipRow,
                     (
+                        mine(UserRelationshipRow, self.bot),
                         UserRelationshipRow.platform == rel.platform,
                         UserRelationshipRow.user_id == rel.user_id,
                     ),
                     rel.version,
                     {
+                        "bot_id": self.bot,
                         "platform": rel.platform,
                         "user_id": rel.user_id,
                         "user_name": rel.user_name,
@@ -140,6 +166,7 @@ class SqlProfileStore:
                     conn,
                     LearnedProfileRow,
                     (
+                        mine(LearnedProfileRow, self.bot),
                         LearnedProfileRow.platform == learned.platform,
                         LearnedProfileRow.user_id == learned.user_id,
                         LearnedProfileRow.chat_type == learned.chat_type,
@@ -147,6 +174,7 @@ class SqlProfileStore:
                     ),
                     learned.version,
                     {
+                        "bot_id": self.bot,
                         "platform": learned.platform,
                         "user_id": learned.user_id,
                         "chat_type": learned.chat_type,
@@ -166,11 +194,13 @@ class SqlProfileStore:
                         conn,
                         GroupProfileRow,
                         (
+                            mine(GroupProfileRow, self.bot),
                             GroupProfileRow.platform == group.platform,
                             GroupProfileRow.group_id == group.group_id,
                         ),
                         group.version,
                         {
+                            "bot_id": self.bot,
                             "platform": group.platform,
                             "group_id": group.group_id,
                             "group_name": group.name,
@@ -190,25 +220,30 @@ class SqlProfileStore:
         unscoped content. A person in one chat: that chat's profile of them. A chat: what
         was learned in it about anyone, and its group profile."""
         removed: dict[str, int] = {}
-        learned = covered(LearnedProfileRow, target)
+        learned = covered(LearnedProfileRow, target, self.bot)
         with self.engine.begin() as conn:
+            if target.user_id is not None:
+                removed["group_profiles_rebuilt"] = self._rebuild_groups(conn, target)
             removed["learned_profiles"] = conn.execute(
                 delete(LearnedProfileRow).where(*learned)
             ).rowcount
             if target.user_id is not None and target.chat is None:
-                person = (UserRelationshipRow.platform == target.platform,
+                person = (mine(UserRelationshipRow, self.bot),
+                          UserRelationshipRow.platform == target.platform,
                           UserRelationshipRow.user_id == target.user_id)  # fmt: skip
                 removed["relationships"] = conn.execute(
                     delete(UserRelationshipRow).where(*person)
                 ).rowcount
                 removed["unscoped_profiles"] = conn.execute(
                     delete(UnscopedProfileRow).where(
+                        mine(UnscopedProfileRow, self.bot),
                         UnscopedProfileRow.platform == target.platform,
                         UnscopedProfileRow.user_id == target.user_id,
                     )
                 ).rowcount
                 conn.execute(
                     delete(ProfileMergeRow).where(
+                        mine(ProfileMergeRow, self.bot),
                         ProfileMergeRow.platform == target.platform,
                         ProfileMergeRow.user_id == target.user_id,
                     )
@@ -218,6 +253,7 @@ class SqlProfileStore:
                 removed["group_profiles"] = (
                     conn.execute(
                         delete(GroupProfileRow).where(
+                            mine(GroupProfileRow, self.bot),
                             GroupProfileRow.platform == chat.platform,
                             GroupProfileRow.group_id == chat.chat_id,
                         )
@@ -226,6 +262,47 @@ class SqlProfileStore:
                     else 0
                 )
         return removed
+
+    def _rebuild_groups(self, conn: Any, target: ForgetTarget) -> int:
+        """The group profiles a person's words may be in, rebuilt without them: the topics
+        from everyone else's counts, the summary from those topics (a model's summary of
+        the group cannot be told apart by speaker, so it gives way), no model traits."""
+        assert target.user_id is not None
+        where = [mine(GroupProfileRow, self.bot), GroupProfileRow.platform == target.platform]
+        if target.chat is not None:
+            if target.chat.chat_type != "group":
+                return 0
+            where.append(GroupProfileRow.group_id == target.chat.chat_id)
+        learned_in = set(
+            conn.execute(
+                select(LearnedProfileRow.chat_id).where(
+                    *covered(LearnedProfileRow, target, self.bot),
+                    LearnedProfileRow.chat_type == "group",
+                )
+            ).scalars()
+        )
+        rebuilt = 0
+        for row in conn.execute(select(GroupProfileRow).where(*where)).all():
+            traits = dict(row.traits or {})
+            kept = topics.without(traits, target.user_id)
+            if kept is None and row.group_id not in learned_in:
+                continue  # nothing of theirs here
+            kept = kept or {k: v for k, v in traits.items() if k.startswith("_") or k == "topics"}
+            kept = {k: v for k, v in kept.items() if k.startswith("_") or k == "topics"}
+            top = list(kept.get("topics") or [])
+            zh = has_cjk(row.group_name) or any(has_cjk(t) for t in top)
+            conn.execute(
+                update(GroupProfileRow)
+                .where(*where, GroupProfileRow.group_id == row.group_id)
+                .values(
+                    traits=kept,
+                    summary=topics.summary_of(row.group_name, top, zh),
+                    version=row.version + 1,
+                    updated_at=self.clock(),
+                )
+            )
+            rebuilt += 1
+        return rebuilt
 
 
 def _learned(row: LearnedProfileRow) -> LearnedProfile:

@@ -8,7 +8,7 @@ from sqlalchemy import (
     JSON,
     Boolean,
     Float,
-    ForeignKey,
+    ForeignKeyConstraint,
     Index,
     Integer,
     String,
@@ -21,13 +21,21 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 Json = JSON().with_variant(JSONB(), "postgresql")
 ID = String(128)
 PLATFORM = String(64)
+BOT = String(64)
 
 
 class Base(DeclarativeBase):
     pass
 
 
-class UserRelationshipRow(Base):
+class Tenant:
+    """Every row belongs to one bot (tenant), first in every key and every index: two bots
+    on one database never read, write or erase each other's rows (docs/scopes.md)."""
+
+    bot_id: Mapped[str] = mapped_column(BOT, primary_key=True, sort_order=-1)
+
+
+class UserRelationshipRow(Tenant, Base):
     """seed 000 §2: the bot's relationship with one person on one platform. No content:
     what was learned about the person is in ``learned_profiles``, per chat."""
 
@@ -58,7 +66,7 @@ class ProfileContent:
     updated_at: Mapped[float] = mapped_column(Float)
 
 
-class LearnedProfileRow(ProfileContent, Base):
+class LearnedProfileRow(Tenant, ProfileContent, Base):
     """What was learned about one person in one chat (seed 000 §2, seed 003 §3.3): the
     chat is the provenance every sharing policy filters on."""
 
@@ -71,7 +79,7 @@ class LearnedProfileRow(ProfileContent, Base):
     chat_name: Mapped[str] = mapped_column(String(256), default="")
 
 
-class UnscopedProfileRow(ProfileContent, Base):
+class UnscopedProfileRow(Tenant, ProfileContent, Base):
     """Content learned before profiles had provenance that could not be traced to one chat
     (migration 0006): kept for the operator, never shown to a model."""
 
@@ -82,7 +90,7 @@ class UnscopedProfileRow(ProfileContent, Base):
     learned_in: Mapped[list[str]] = mapped_column(Json, default=list)
 
 
-class GroupProfileRow(Base):
+class GroupProfileRow(Tenant, Base):
     """seed 003 §3.4."""
 
     __tablename__ = "group_profiles"
@@ -96,12 +104,12 @@ class GroupProfileRow(Base):
     updated_at: Mapped[float] = mapped_column(Float)
 
 
-class ProfileMergeRow(Base):
+class ProfileMergeRow(Tenant, Base):
     """One row per memory job whose profile change was applied: re-runs apply nothing."""
 
     __tablename__ = "profile_merges"
 
-    __table_args__ = (Index("ix_profile_merges_user", "platform", "user_id"),)
+    __table_args__ = (Index("ix_profile_merges_user", "bot_id", "platform", "user_id"),)
 
     request_id: Mapped[str] = mapped_column(ID, primary_key=True)
     platform: Mapped[str] = mapped_column(PLATFORM)
@@ -109,14 +117,15 @@ class ProfileMergeRow(Base):
     applied_at: Mapped[float] = mapped_column(Float)
 
 
-class MemoryJobRow(Base):
-    """The durable memory-job queue."""
+class MemoryJobRow(Tenant, Base):
+    """The durable memory-job queue: one table for every bot, so one worker serves them all
+    (each job runs with its own bot's stores)."""
 
     __tablename__ = "memory_jobs"
     __table_args__ = (
         Index("ix_memory_jobs_due", "status", "next_attempt_at"),
-        Index("ix_memory_jobs_user", "platform", "user_id"),
-        Index("ix_memory_jobs_chat", "platform", "chat_type", "chat_id"),
+        Index("ix_memory_jobs_user", "bot_id", "platform", "user_id"),
+        Index("ix_memory_jobs_chat", "bot_id", "platform", "chat_type", "chat_id"),
     )
 
     request_id: Mapped[str] = mapped_column(ID, primary_key=True)
@@ -149,7 +158,7 @@ class PersonaRow(Base):
     updated_at: Mapped[float] = mapped_column(Float)
 
 
-class EventDocRow(Base):
+class EventDocRow(Tenant, Base):
     """The lexical (BM25) side of event memory: one row per event, mirrored from Chroma's
     metadata so keyword search and its filters run in SQL."""
 
@@ -159,6 +168,7 @@ class EventDocRow(Base):
     __table_args__ = (
         Index(
             "ix_event_docs_scope_stats",
+            "bot_id",
             "platform",
             "chat_type",
             "chat_id",
@@ -167,7 +177,7 @@ class EventDocRow(Base):
             "indexed_at",
             "id",
         ),
-        Index("ix_event_docs_user", "platform", "user_id"),
+        Index("ix_event_docs_user", "bot_id", "platform", "user_id"),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
@@ -182,18 +192,26 @@ class EventDocRow(Base):
     text: Mapped[str] = mapped_column(Text)
     degraded: Mapped[bool] = mapped_column(Boolean, default=False)
     context: Mapped[str] = mapped_column(Text, default="")
+    context_user_id: Mapped[str] = mapped_column(ID, default="", server_default="")
     length: Mapped[int] = mapped_column(Integer)
     indexed_at: Mapped[float] = mapped_column(Float, server_default="0")
 
 
-class EventTermRow(Base):
+class EventTermRow(Tenant, Base):
     """Postings: term frequency per event, with the scope, persona and document length
     copied in so a scoped keyword search reads one covering index, no join."""
 
     __tablename__ = "event_terms"
     __table_args__ = (
+        ForeignKeyConstraint(
+            ["bot_id", "event_id"],
+            ["event_docs.bot_id", "event_docs.id"],
+            ondelete="CASCADE",
+            name="fk_event_terms_event",
+        ),
         Index(
             "ix_event_terms_lookup",
+            "bot_id",
             "platform",
             "chat_type",
             "chat_id",
@@ -205,9 +223,7 @@ class EventTermRow(Base):
         ),  # fmt: skip
     )
 
-    event_id: Mapped[str] = mapped_column(
-        ID, ForeignKey("event_docs.id", ondelete="CASCADE"), primary_key=True
-    )
+    event_id: Mapped[str] = mapped_column(ID, primary_key=True)
     term: Mapped[str] = mapped_column(String(64), primary_key=True)
     tf: Mapped[int] = mapped_column(Integer)
     platform: Mapped[str] = mapped_column(PLATFORM)
@@ -218,17 +234,20 @@ class EventTermRow(Base):
 
 
 class MessageRow(Base):
-    """Every chat message groupmind saw (and every reply it made), per chat stream."""
+    """Every chat message groupmind saw (and every reply it made), per bot and stream."""
 
     __tablename__ = "messages"
     __table_args__ = (
-        UniqueConstraint("stream", "persona_id", "message_id", name="uq_messages_scope_message"),
-        Index("ix_messages_scope_time", "stream", "persona_id", "timestamp"),
-        Index("ix_messages_scope_reply", "stream", "persona_id", "reply_to"),
-        Index("ix_messages_user", "platform", "user_id"),
+        UniqueConstraint(
+            "bot_id", "stream", "persona_id", "message_id", name="uq_messages_scope_message"
+        ),
+        Index("ix_messages_scope_time", "bot_id", "stream", "persona_id", "timestamp"),
+        Index("ix_messages_scope_reply", "bot_id", "stream", "persona_id", "reply_to"),
+        Index("ix_messages_user", "bot_id", "platform", "user_id"),
     )
 
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    bot_id: Mapped[str] = mapped_column(BOT)
     stream: Mapped[str] = mapped_column(String(300))  # platform:chat_type:chat_id
     message_id: Mapped[str] = mapped_column(ID)
     platform: Mapped[str] = mapped_column(PLATFORM)
@@ -245,11 +264,13 @@ class MessageRow(Base):
     keywords: Mapped[list[str]] = mapped_column(Json, default=list)  # cut once, on store
 
 
-class RunInboxRow(Base):
+class RunInboxRow(Tenant, Base):
     """Reply inputs journaled as a server run is created (``stores.base.RunInbox``)."""
 
     __tablename__ = "run_inbox"
-    __table_args__ = (Index("ix_run_inbox_scope", "platform", "chat_type", "chat_id", "user_id"),)
+    __table_args__ = (
+        Index("ix_run_inbox_scope", "bot_id", "platform", "chat_type", "chat_id", "user_id"),
+    )
 
     thread_id: Mapped[str] = mapped_column(ID, primary_key=True)
     message_id: Mapped[str] = mapped_column(ID, primary_key=True)
@@ -261,7 +282,7 @@ class RunInboxRow(Base):
     received_at: Mapped[float] = mapped_column(Float)
 
 
-class ChatMemberRow(Base):
+class ChatMemberRow(Tenant, Base):
     """Who speaks in a chat, for recognising ``@name`` and ``name:`` in text."""
 
     __tablename__ = "chat_members"
@@ -272,22 +293,25 @@ class ChatMemberRow(Base):
     last_seen: Mapped[float] = mapped_column(Float)
 
 
-class ChatStateRow(Base):
+class ChatStateRow(Tenant, Base):
     """Each stream's chat state, mirrored from its thread so the FOCUSED cap can count."""
 
     __tablename__ = "chat_states"
+    __table_args__ = (Index("ix_chat_states_state", "bot_id", "state"),)
 
     stream: Mapped[str] = mapped_column(String(300), primary_key=True)
-    state: Mapped[str] = mapped_column(String(16), index=True)
+    state: Mapped[str] = mapped_column(String(16))
     updated_at: Mapped[float] = mapped_column(Float)
 
 
-class ContextUsageRow(Base):
+class ContextUsageRow(Tenant, Base):
     """seed 004 §4.2: which context each reply was given, for later tuning."""
 
     __tablename__ = "context_usage_records"
     __table_args__ = (
-        Index("ix_context_usage_scope_user", "platform", "chat_type", "chat_id", "user_id"),
+        Index(
+            "ix_context_usage_scope_user", "bot_id", "platform", "chat_type", "chat_id", "user_id"
+        ),
     )
 
     context_id: Mapped[str] = mapped_column(String(300), primary_key=True)

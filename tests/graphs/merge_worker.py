@@ -29,8 +29,8 @@ def merge_state(deps: Deps, request_id: str, fact: str) -> dict[str, Any]:
 def sql_deps(url: str) -> Deps:
     engine = make_engine(url)
     return Deps(
-        events=SqlLexicalIndex(engine),
-        profiles=SqlProfileStore(engine),
+        events=SqlLexicalIndex(engine, bot="bot"),
+        profiles=SqlProfileStore(engine, bot="bot"),
         personas=SqlPersonaStore(engine),
         tz=SHANGHAI,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -102,7 +103,7 @@ def test_the_reply_path_injects_memory_and_hands_off(deps: Deps) -> None:
     )
     stored = deps.messages.get("qq:group:1001", "default", [f"{out['message_id']}#reply"])  # type: ignore[union-attr]
     assert stored and stored[0].from_bot and stored[0].content == out["reply"]
-    usage = deps.context_usage.get(f"qq:group:1001|default|{out['message_id']}")  # type: ignore[union-attr]
+    usage = deps.context_usage.get(json.dumps(["qq:group:1001", "default", out["message_id"]]))  # type: ignore[union-attr]
     assert (
         usage is not None
         and usage.context_message_ids == out["context_ids"]

@@ -150,7 +150,7 @@ def remember_calls(value: str) -> list[dict[str, Any]]:
 def drain(deps: Deps) -> None:
     settings = Settings(_env_file=None)  # type: ignore[call-arg]
     graph = build_memory_graph(deps, checkpointer=InMemorySaver())
-    MemoryWorker(graph, deps.jobs, deps, settings).drain()  # type: ignore[arg-type]
+    MemoryWorker.one_bot(graph, deps, settings).drain()
 
 
 def test_tool_writes_are_applied_once_into_this_chats_profile(deps: Deps) -> None:

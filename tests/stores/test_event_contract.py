@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from stores.base import ChatScope, EventQuery, EventRecord, EventStore, ForgetTarget
@@ -25,29 +27,33 @@ BACKENDS = [
 
 
 @pytest.fixture(params=BACKENDS)
-def store(request: pytest.FixtureRequest, embeddings: object) -> EventStore:
+def make_store(request: pytest.FixtureRequest, embeddings: object) -> Callable[[str], EventStore]:
+    """A backend's store for any bot, all bots' stores over the same engine and client."""
     kind = request.param
-
-    def chroma(fixture: str) -> ChromaEventStore:
-        client = request.getfixturevalue(fixture)
-        return ChromaEventStore(client, embeddings, embeddings.name)  # type: ignore[arg-type, attr-defined]
-
-    if kind == "lexical-sqlite":
-        return SqlLexicalIndex(request.getfixturevalue("sqlite_engine"))
-    if kind == "lexical-postgres":
-        return SqlLexicalIndex(request.getfixturevalue("pg_engine"))
-    if kind == "chroma-persistent":
-        return chroma("chroma_client")
-    if kind == "chroma-server":
-        return chroma("chroma_http_client")
+    clients = {"chroma-server": "chroma_http_client"}
+    client = request.getfixturevalue(clients.get(kind, "chroma_client"))
     engine = request.getfixturevalue("pg_engine" if kind.endswith("postgres") else "sqlite_engine")
-    held = "-held-" in kind
-    return HybridEventStore(
-        chroma("chroma_client"),
-        SqlLexicalIndex(engine),
-        max_vectors_held=100_000 if held else 0,
-        load_in_background=False,  # held: loaded during the search, so every search uses it
-    )
+
+    def make(bot: str) -> EventStore:
+        dense = ChromaEventStore(client, embeddings, embeddings.name, bot=bot)  # type: ignore[arg-type, attr-defined]
+        if kind.startswith("lexical"):
+            return SqlLexicalIndex(engine, bot=bot)
+        if kind.startswith("chroma"):
+            return dense
+        return HybridEventStore(
+            dense,
+            SqlLexicalIndex(engine, bot=bot),
+            bot=bot,
+            max_vectors_held=100_000 if "-held-" in kind else 0,
+            load_in_background=False,  # held: loaded during the search, so every search uses it
+        )
+
+    return make
+
+
+@pytest.fixture
+def store(make_store: Callable[[str], EventStore]) -> EventStore:
+    return make_store("bot-a")
 
 
 def event(i: str, text: str, **kw: object) -> EventRecord:
@@ -174,3 +180,20 @@ def test_an_unscoped_query_cannot_be_built() -> None:
         EventQuery(text="x", platform="qq", chat_type="channel", chat_id="g1")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="platform"):
         EventQuery(text="x", platform="", chat_type="group", chat_id="g1")
+
+
+def test_a_bot_never_reads_writes_or_erases_another_bots_events(
+    make_store: Callable[[str], EventStore],
+) -> None:
+    a, b = make_store("bot-a"), make_store("bot-b")
+    a.upsert(event("e1", "A的用户的秘密：银行卡密码是 K7Q2X"))
+    b.upsert(event("e2", "B的用户说下周三发布新版本"))
+    seen = b.search(q("银行卡密码 秘密 K7Q2X", top_k=10))
+    assert {h.event.id for h in seen} <= {"e2"} and all("K7Q2X" not in h.event.text for h in seen)
+    assert b.get(["e1"]) == [] and b.count(G1) == 1 and b.count() == 1
+    # The same request id in both bots: two events, neither overwrites the other.
+    b.upsert(event("e1", "B的同号事件"))
+    assert a.get(["e1"])[0].text.startswith("A的用户") and b.get(["e1"])[0].text == "B的同号事件"
+    assert sorted(b.forget(ForgetTarget(platform="qq", chat=G1))) == ["e1", "e2"]
+    assert [h.event.id for h in a.search(q("秘密 银行卡", top_k=10))] == ["e1"]
+    assert a.count() == 1 and b.count() == 0

