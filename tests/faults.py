@@ -182,7 +182,7 @@ def jobs(n: int, people: int = 10) -> list[dict[str, Any]]:
 
 
 def enqueue(engine: Engine, batch: list[dict[str, Any]]) -> None:
-    queue = SqlJobQueue(engine)
+    queue = SqlJobQueue(engine, bot="bot")
     for job in batch:
         queue.enqueue(job["request_id"], job, scope=GROUP, user_id=job["user_id"])
 
@@ -191,7 +191,7 @@ def wait_drained(engine: Engine, ids: list[str], timeout: float, proc: Any = Non
     """Seconds until every job is ``done`` (or the timeout); a database still coming back
     is waited for."""
     start = time.monotonic()
-    queue = SqlJobQueue(engine)
+    queue = SqlJobQueue(engine, bot="bot")
     while time.monotonic() - start < timeout:
         try:
             if all((row := queue.get(i)) is not None and row.status == "done" for i in ids):
@@ -207,7 +207,7 @@ def wait_drained(engine: Engine, ids: list[str], timeout: float, proc: Any = Non
 def job_outcome(engine: Engine, batch: list[dict[str, Any]], step: float = 0.01) -> tuple[int, int]:
     """(lost, twice): a job not done or without its event is lost; a person whose affection
     is not one ``step`` per job had a change applied twice (or lost)."""
-    queue = SqlJobQueue(engine)
+    queue = SqlJobQueue(engine, bot="bot")
     with engine.connect() as conn:
         events = set(conn.execute(select(EventDocRow.id)).scalars())
         scores = dict(
@@ -431,3 +431,106 @@ def bot_postgres_restart(n: int, down_s: float = 3.0) -> Result:
         return Result(
             "PostgreSQL stopped hard under a bot", n, lost, twice, drain, code == 0, notes
         )
+
+
+# --- the OneBot bridge -------------------------------------------------------------------
+
+
+def start_bridge(env: dict[str, str], port: int, log: Path) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, "-m", "groupmind.cli", "onebot", "--port", str(port)]
+    with log.open("ab") as out:
+        return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+
+
+def bridge_kill9(n: int, chats: int, kills: int = 1, rate: float = 100.0, seed: int = 3) -> Result:
+    """A `groupmind onebot` bridge (graphs in-process) SIGKILLed mid-storm and started
+    again. A OneBot stand-in pushes ``n`` private messages over ``chats`` chats at ``rate``
+    a second and, like NapCat, never sends an event twice: what the bridge had taken must
+    be stored and answered, none twice. An event the stand-in wrote into a connection that
+    was dying (in the kernel's buffers at the kill) never reached the bridge: counted apart,
+    as is an answer that was mid-send at the kill (``unconfirmed``: at most once)."""
+    import asyncio
+
+    from groupmind.onebot.journal import Journal, events
+    from stores.sql.schema import MessageRow
+    from tests.onebot_standin import Implementation, private_event
+
+    rng = random.Random(seed)
+
+    async def storm(tmp: Path) -> tuple[list[str], Implementation, float, bool]:
+        data, port = tmp / "data", free_port()
+        env, log = env_for(data), tmp / "bridge.log"
+        proc = start_bridge(env, port, log)
+        url = f"ws://127.0.0.1:{port}/onebot/v11/ws"
+        impl = Implementation()
+
+        async def dial() -> None:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    await impl.dial(url)
+                    return
+                except OSError:
+                    if time.monotonic() > deadline or proc.poll() is not None:
+                        raise
+                    await asyncio.sleep(0.2)
+
+        await dial()
+        kill_at = sorted(rng.sample(range(n // 5, n - n // 5), kills))
+        written: list[str] = []
+        for i in range(n):
+            if kill_at and i == kill_at[0]:
+                kill_at.pop(0)
+                proc.kill()
+                proc.wait()
+                proc = start_bridge(env, port, log)
+                await dial()
+            event = private_event(40000 + i % chats, f"第{i}条")
+            try:
+                await impl.send(event)
+                written.append(str(event["message_id"]))
+            except Exception:  # noqa: BLE001 - the connection died under it: never delivered
+                pass
+            await asyncio.sleep(1.0 / rate)
+        journal = Journal(data / "onebot-journal.db")
+        started = time.monotonic()
+        while time.monotonic() - started < 600 and proc.poll() is None:
+            open_ = {k: v for k, v in journal.counts().items() if k in ("received", "decided")}
+            if not open_:
+                break
+            await asyncio.sleep(0.5)
+        drain = time.monotonic() - started
+        await asyncio.sleep(1.0)  # the last confirmations
+        alive = proc.poll() is None
+        await impl.hang_up()
+        stop(proc)
+        journal.close()
+        return written, impl, drain, alive
+
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        written, impl, drain, alive = asyncio.run(storm(tmp))
+        journal = Journal(tmp / "data" / "onebot-journal.db")
+        with journal.engine.connect() as conn:
+            states = dict(conn.execute(select(events.c.message_id, events.c.state)).all())
+        journal.close()
+        engine = sql(f"sqlite:///{tmp / 'data' / 'groupmind.db'}")
+        with engine.connect() as conn:
+            stored = set(
+                conn.execute(
+                    select(MessageRow.message_id).where(MessageRow.from_bot.is_(False))
+                ).scalars()
+            )
+        answers: dict[str, int] = {}
+        for action in impl.sent("send_"):
+            quoted = str(action["params"]["message"][0]["data"]["id"])
+            answers[quoted] = answers.get(quoted, 0) + 1
+        unconfirmed = [m for m, s in states.items() if s == "unconfirmed"]
+        lost = sum(1 for m in states
+                   if m not in stored or (answers.get(m, 0) == 0 and m not in unconfirmed))  # fmt: skip
+        twice = sum(1 for count in answers.values() if count > 1)
+        in_transit = len(set(written) - set(states))
+        notes = [f"in transit at the kill: {in_transit}", f"unconfirmed: {len(unconfirmed)}"]
+        if lost or twice or not alive:
+            notes.append((tmp / "bridge.log").read_text(errors="replace")[-2000:])
+        return Result(f"bridge kill -9 ×{kills}", n, lost, twice, drain, alive, notes)

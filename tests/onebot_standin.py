@@ -61,6 +61,8 @@ class Implementation:
     actions: list[dict[str, Any]] = field(default_factory=list)
     conn: ClientConnection | ServerConnection | None = None
     reverse_delay_s: float = 0.0  # answer get_group_info late (responses out of order)
+    members: dict[int, str] = field(default_factory=dict)  # QQ number -> group card
+    hang_up_on_send: int = 0  # this many send_* actions get no response: the link drops
     _reader: asyncio.Task[None] | None = None
     _changed: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -98,8 +100,16 @@ class Implementation:
     async def _respond(self, conn: Any, request: dict[str, Any]) -> None:
         action, params = request["action"], request.get("params", {})
         data: Any = None
+        if action.startswith("send_") and self.hang_up_on_send > 0:
+            self.hang_up_on_send -= 1  # received, then the connection drops: no response
+            await conn.close()
+            return
         if action in ("send_group_msg", "send_private_msg", "send_msg"):
             data = {"message_id": next(_ids)}
+        elif action in ("get_group_member_info", "get_stranger_info"):
+            uid = int(params["user_id"])
+            if uid in self.members:
+                data = {"user_id": uid, "nickname": f"昵称{uid}", "card": self.members[uid]}
         elif action == "get_group_info":
             await asyncio.sleep(self.reverse_delay_s * (1 + len(self.actions) % 2))
             gid = int(params["group_id"])

@@ -76,3 +76,8 @@ def test_processes_starting_together_on_an_empty_database_all_come_up(
     with admin.connect() as conn:
         conn.execute(text(f'DROP DATABASE "{name}" WITH (FORCE)'))
     assert [code for code, _ in outcomes] == [0, 0, 0, 0], outcomes
+
+
+def test_bridge_killed_mid_storm_loses_nothing_it_took_and_answers_once() -> None:
+    """A OneBot stand-in that never resends (as NapCat, Lagrange and LLOneBot do not)."""
+    check(faults.bridge_kill9(150, chats=10, rate=60.0))

@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from groupmind.onebot.brains import InProcessBrain
-from groupmind.onebot.bridge import Bridge, Link
+from groupmind.onebot.bridge import Bridge, Link, bearer
 from groupmind.onebot.events import Malformed, answer_action, parse_cq, to_message
+from groupmind.onebot.journal import Journal, events
 from groupmind.settings import Settings
 from tests.onebot_standin import SELF_ID, Implementation, group_event, private_event
 
@@ -123,7 +125,8 @@ class SlowBrain:
 async def started(tmp_path: Path, delay: float = 0.0, **options: Any) -> tuple[Bridge, str, Any]:
     settings = Settings(_env_file=None, data_dir=tmp_path / "data")  # type: ignore[call-arg]
     brain: Any = await asyncio.to_thread(InProcessBrain, settings)
-    bridge = Bridge(SlowBrain(brain, delay) if delay else brain, **options)
+    journal = Journal(tmp_path / "data" / "onebot-journal.db")
+    bridge = Bridge(SlowBrain(brain, delay) if delay else brain, journal, **options)
     server = await bridge.serve_reverse("127.0.0.1", 0)
     port = next(iter(server.sockets)).getsockname()[1]
     return bridge, f"ws://127.0.0.1:{port}/onebot/v11/ws", server
@@ -229,7 +232,8 @@ def test_four_chats_at_once_each_in_order(tmp_path: Path) -> None:
 def test_forward_websocket_reconnects(tmp_path: Path) -> None:
     async def main() -> None:
         settings = Settings(_env_file=None, data_dir=tmp_path / "data")  # type: ignore[call-arg]
-        bridge = Bridge(await asyncio.to_thread(InProcessBrain, settings), access_token="tok")
+        brain = await asyncio.to_thread(InProcessBrain, settings)
+        bridge = Bridge(brain, Journal(tmp_path / "journal.db"), access_token="tok")
         impl = Implementation()
         listening = await impl.listen(token="tok")
         port = next(iter(listening.sockets)).getsockname()[1]
@@ -250,5 +254,106 @@ def test_forward_websocket_reconnects(tmp_path: Path) -> None:
         await dialing
         listening.close()
         await bridge.close()
+
+    run(main())
+
+
+def test_one_connection_per_account_unless_the_token_says_so(tmp_path: Path) -> None:
+    async def main() -> None:
+        bridge, url, server = await started(tmp_path)  # no token: loopback only
+        first = Implementation()
+        await first.dial(url)
+        await asyncio.wait_for(bridge.linked.wait(), 5)
+        with pytest.raises(InvalidStatus) as refused:
+            await Implementation().dial(url)
+        assert refused.value.response.status_code == 409
+        await first.hang_up()
+        await stopped(bridge, server)
+        bridge, url, server = await started(tmp_path / "t", access_token="tok")
+        old, new = Implementation(), Implementation()
+        await old.dial(url, "tok")
+        await asyncio.sleep(0.2)
+        await new.dial(url, "tok")  # with the token it takes over; the old one is closed
+        await asyncio.sleep(0.2)
+        await new.send(private_event(20009, "在吗"))
+        assert len(await new.wait_for(1)) == 1 and old.sent("send_") == []
+        await new.hang_up()
+        await stopped(bridge, server)
+
+    run(main())
+
+
+def test_the_token_scheme_is_read_in_any_case() -> None:
+    for header in ("Bearer tok", "bearer tok", "BEARER  tok ", "Token tok"):
+        assert bearer(header) == "tok"
+    assert bearer("Basic tok") == "" and bearer("") == ""
+
+
+def test_idle_chats_give_back_their_task_and_queue(tmp_path: Path) -> None:
+    async def main() -> None:
+        bridge, url, server = await started(tmp_path, idle_s=0.3)
+        impl = Implementation()
+        await impl.dial(url)
+        for user in range(30011, 30016):
+            await impl.send(private_event(user, "你好"))
+        await impl.wait_for(5)
+        await asyncio.sleep(1.0)
+        assert bridge.chats == {} and bridge.workers == {}
+        await impl.send(private_event(30011, "又来了"))  # a chat comes back: served again
+        assert len(await impl.wait_for(6)) == 6
+        await impl.hang_up()
+        await stopped(bridge, server)
+
+    run(main())
+
+
+def test_quoting_the_bot_addresses_it_and_ats_read_as_names(tmp_path: Path) -> None:
+    async def main() -> None:
+        bridge, url, server = await started(tmp_path)
+        impl = Implementation(members={20012: "阿强"})
+        await impl.dial(url)
+        first = group_event(1001, 20011, [AT_BOT, text(" 在吗")])
+        await impl.send(first)
+        await impl.wait_for(1)
+        await asyncio.sleep(0.3)  # the implementation's id for the answer is journaled
+        with bridge.journal.engine.connect() as conn:
+            (sent_id,) = conn.execute(select(events.c.sent_id)).scalars().all()
+        assert sent_id is not None
+        # The user quotes the bot's answer (no @ of the bot) and @s a member.
+        quote = {"type": "reply", "data": {"id": sent_id}}
+        at = {"type": "at", "data": {"qq": "20012"}}
+        asked = group_event(1001, 20011, [quote, text("你说的是哪天？"), at])
+        await impl.send(asked)
+        assert len(await impl.wait_for(2)) == 2  # answered: a reply to the bot is for it
+        inner: Any = bridge.brain
+        (stored,) = inner.session.deps.messages.get("qq:group:1001", "default",
+                                                    [str(asked["message_id"])])  # fmt: skip
+        assert stored.reply_to == f"{first['message_id']}#reply"
+        assert stored.content == "你说的是哪天？@阿强" and "20012" in stored.mentions
+        await impl.hang_up()
+        await stopped(bridge, server)
+
+    run(main())
+
+
+def test_an_answer_whose_confirmation_was_lost_is_not_sent_again(tmp_path: Path) -> None:
+    async def main() -> None:
+        bridge, url, server = await started(tmp_path)
+        impl = Implementation(hang_up_on_send=1)  # takes the send, drops before answering
+        await impl.dial(url)
+        await impl.send(private_event(20013, "在吗"))
+        await impl.wait_for(1)
+        await asyncio.sleep(0.5)
+        again = Implementation()
+        await again.dial(url)
+        await again.send(private_event(20013, "还在吗"))
+        await again.wait_for(1)
+        await asyncio.sleep(1.0)
+        answered = [a["params"]["message"][0]["data"]["id"] for a in impl.actions + again.actions
+                    if a["action"].startswith("send_")]  # fmt: skip
+        assert len(answered) == len(set(answered)) == 2  # each answered once, none resent
+        assert bridge.journal.counts() == {"unconfirmed": 1, "sent": 1}
+        await again.hang_up()
+        await stopped(bridge, server)
 
     run(main())

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 from groupmind.settings import Settings
-from groupmind.threads import stream_thread_id
+from groupmind.threads import stream_of, stream_thread_id
 
 OUTPUT_KEYS = ("message_id", "action", "reason", "reply", "sticker", "fallback")
 
@@ -64,7 +64,7 @@ class ServerBrain:
         self.variants = variants or {}
 
     async def answer(self, message: dict[str, Any]) -> dict[str, Any]:
-        stream = f"{message['platform']}:{message['chat_type']}:{message['chat_id']}"
+        stream = stream_of(message)
         out = await self.client.runs.wait(
             stream_thread_id(stream, self.bot),
             "reply",

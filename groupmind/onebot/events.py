@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -78,10 +79,40 @@ def is_chat_message(event: dict[str, Any], self_id: str) -> bool:
     return event.get("post_type") == "message" and str(event.get("user_id")) != self_id
 
 
+def mentioned(event: dict[str, Any], self_id: str) -> list[str]:
+    """The QQ numbers a message ``@``s, but the bot's own and ``all`` (whose names a bridge
+    looks up, so they read as names)."""
+    try:
+        segments = segments_of(event.get("message", event.get("raw_message", "")))
+    except Malformed:
+        return []
+    found = [str(s["data"].get("qq", "")) for s in segments if s["type"] == "at"]
+    return list(dict.fromkeys(q for q in found if q and q not in (self_id, "all")))
+
+
+def quoted_id(event: dict[str, Any]) -> str | None:
+    """The id of the message this one quotes (its ``reply`` segment), if any."""
+    try:
+        segments = segments_of(event.get("message", event.get("raw_message", "")))
+    except Malformed:
+        return None
+    ids = [str(s["data"].get("id", "")) for s in segments if s["type"] == "reply"]
+    return next((i for i in ids if i), None)
+
+
 def to_message(
-    event: dict[str, Any], *, self_id: str, bot_id: str, platform: str = "qq"
+    event: dict[str, Any],
+    *,
+    self_id: str,
+    bot_id: str,
+    platform: str = "qq",
+    names: Mapping[str, str] | None = None,
+    reply_to: str | None = None,
 ) -> dict[str, Any]:
-    """A OneBot message event as a groupmind input message (DESIGN: Input message)."""
+    """A OneBot message event as a groupmind input message (DESIGN: Input message).
+    ``names``: display names of the members it ``@``s (QQ number -> name); ``reply_to``:
+    groupmind's id of the message it quotes, when the bridge knows it (the bot's own
+    answer), else the quoted id as it is."""
     kind = event.get("message_type")
     if kind not in ("group", "private"):
         raise Malformed(f"message_type: {kind!r} is neither group nor private")
@@ -90,7 +121,8 @@ def to_message(
             raise Malformed(f"{key}: missing")
     if kind == "group" and event.get("group_id") is None:
         raise Malformed("group_id: missing in a group message")
-    text, mentions, reply_to = [], [], None
+    text: list[str] = []
+    mentions: list[str] = []
     for seg in segments_of(event.get("message", event.get("raw_message", ""))):
         kind_of, data = seg["type"], seg["data"]
         if kind_of == "text":
@@ -103,9 +135,9 @@ def to_message(
                 text.append("@全体成员 ")
             elif qq:
                 mentions.append(qq)
-                text.append(f"@{data.get('name') or qq} ")
+                text.append(f"@{(names or {}).get(qq) or data.get('name') or qq} ")
         elif kind_of == "reply":
-            reply_to = str(data.get("id", "")) or None
+            reply_to = reply_to or str(data.get("id", "")) or None
         else:
             text.append(str(data.get("summary") or PLACEHOLDERS.get(kind_of, f"[{kind_of}]")))
     sender: dict[str, Any] = event["sender"] if isinstance(event.get("sender"), dict) else {}

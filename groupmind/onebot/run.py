@@ -3,17 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from groupmind.onebot.brains import Brain, InProcessBrain, ServerBrain
 from groupmind.onebot.bridge import PATH, Bridge
 from groupmind.onebot.events import StickerMode
+from groupmind.onebot.journal import Journal
 from groupmind.settings import Settings
 
 log = logging.getLogger("groupmind.onebot")
+
+
+class Refused(RuntimeError):
+    """The bridge will not start this way; the message says why and what to do."""
 
 
 @dataclass(frozen=True)
@@ -26,6 +34,30 @@ class BridgeOptions:
     api_key: str | None = None
     platform: str = "qq"
     stickers: StickerMode = "image"
+    journal: Path | None = None  # default: <data dir>/onebot-journal.db
+
+
+def loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(opts: BridgeOptions) -> None:
+    """No token and reachable beyond this machine: refused. On loopback: a warning."""
+    if opts.access_token:
+        return
+    where = urlsplit(opts.connect).hostname or "" if opts.connect else opts.host
+    if not loopback(where):
+        raise Refused(
+            f"no --access-token, and the bridge would be reachable at {where}: anyone who "
+            "reaches it could speak as your bot's users. Set --access-token (the same token "
+            "in the OneBot implementation), or listen on 127.0.0.1"
+        )
+    log.warning("onebot: no access token: only this machine can reach the bridge (%s)", where)
 
 
 def make_brain(settings: Settings, opts: BridgeOptions, variants: dict[str, str]) -> Brain:
@@ -40,14 +72,18 @@ async def run_bridge(
     variants: dict[str, str],
     say: Callable[[str], object] = print,
 ) -> None:
+    check_exposure(opts)
     brain = await asyncio.to_thread(make_brain, settings, opts, variants)
+    journal = Journal(opts.journal or settings.data_dir / "onebot-journal.db")
     bridge = Bridge(
         brain,
+        journal,
         bot_id=settings.bot_id,
         platform=opts.platform,
         access_token=opts.access_token,
         sticker_mode=opts.stickers,
     )
+    bridge.resume()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -66,6 +102,6 @@ async def run_bridge(
             await server.wait_closed()
         await asyncio.wait_for(bridge.drain(), 30)
     except TimeoutError:
-        log.warning("onebot: stopped with messages still being answered")
+        log.warning("onebot: stopped with messages still being answered (the journal keeps them)")
     finally:
         await bridge.close()
