@@ -1,7 +1,8 @@
 """The forget graph: one run erases a person or a chat (``{"platform", "user_id"?,
-"chat_type"?, "chat_id"?}``) and returns what it removed. On a LangGraph server the
-reply threads are the server's: the run lists the chat streams it touched, for the
-caller to delete their threads (``stream_thread_id(stream, bot)``)."""
+"chat_type"?, "chat_id"?}``) of the run's bot, from its stores, its reply threads (on a
+LangGraph server, the server's own: deleted, or rebuilt without the person) and what the
+engines keep on disk; it returns what it removed, the chat streams it touched and what
+was compacted."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from nodes.deps import Deps
 from nodes.forget import VARIANTS
 from nodes.variants import slot
 from state.context import Context
-from state.forget import ForgetInput, ForgetOutput, ForgetState
+from state.forget import ForgetInput, ForgetOutput, ForgetState, forget_platforms
 
 ForgetGraph = CompiledStateGraph[ForgetState, Context, ForgetInput, ForgetOutput]
 
@@ -24,7 +25,9 @@ def build_forget_graph(deps: Deps, *, checkpointer: Checkpointer = None) -> Forg
     g = StateGraph(
         ForgetState, context_schema=Context, input_schema=ForgetInput, output_schema=ForgetOutput
     )
-    g.add_node("erase", cast(Any, slot("erase", VARIANTS, deps)))
+    # An async slot (it scrubs a server's threads from inside it): typed loosely, as all are.
+    erase = slot("erase", cast(Any, VARIANTS), deps, platforms=forget_platforms)
+    g.add_node("erase", cast(Any, erase))
     g.add_edge(START, "erase")
     g.add_edge("erase", END)
     return g.compile(checkpointer=checkpointer, name="forget")

@@ -1,48 +1,75 @@
-"""``groupmind forget`` in-process: erase a person or a chat from the stores (the forget
-graph's work, ``nodes.forget``) and from the reply threads this deployment's checkpointer
-keeps: a forgotten chat's thread is deleted; a thread where a forgotten person spoke is
-rebuilt without their pending lines (its history, which held them, goes)."""
+"""``groupmind forget`` in-process: erase a person or a chat from the stores, from the reply
+threads this deployment's checkpointer keeps, and from what the engines keep on disk
+(``nodes.forget``). A forgotten chat's thread is deleted; a thread where a forgotten
+person spoke is rebuilt without their lines, nor the bot's lines quoting them (its
+history, which held them, goes)."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from graphs.reply import ReplyGraph
 from groupmind.threads import thread_config
 from nodes.deps import Deps
-from nodes.forget import erase_for
+from nodes.forget import forget as erase_everywhere
 from nodes.reply.observe import FRESH
 from state.forget import ForgetRequest
-from stores.base import ForgetTarget
+from stores.base import ForgetTarget, Said
+
+
+def without_them(
+    values: dict[str, Any], target: ForgetTarget, said: Said, bot: str
+) -> dict[str, Any]:
+    """A reply thread's values with nothing of the target's: their pending lines, the
+    bot's answers to them and lines quoting them; what was decided for their messages (the
+    replies) and replies quoting them; the run's own fields."""
+    pending = said.kept(values.get("pending", []), bot)
+    handled = {
+        k: {**v, "reply": "", "reason": ""}
+        if k in said.message_ids or said.quotes(str(v.get("reply", "")))
+        else v
+        for k, v in (values.get("handled") or {}).items()
+    }
+    kept = {k: v for k, v in values.items() if k not in ("message", "msg")}
+    return {**kept, **FRESH, "pending": pending, "handled": handled}
+
+
+class CheckpointThreads:
+    """The reply threads of this deployment's checkpointer, for one bot."""
+
+    def __init__(self, graph: ReplyGraph, bot: str) -> None:
+        self.graph, self.bot = graph, bot
+
+    def scrub(self, streams: Sequence[str], target: ForgetTarget, said: Said) -> int:
+        return sum(self._scrub(stream, target, said) for stream in streams)
+
+    async def ascrub(self, streams: Sequence[str], target: ForgetTarget, said: Said) -> int:
+        return await asyncio.to_thread(self.scrub, streams, target, said)
+
+    def _scrub(self, stream: str, target: ForgetTarget, said: Said) -> int:
+        """1 when this bot's thread for the stream held something of the target."""
+        config = thread_config(stream, self.bot)
+        checkpointer = self.graph.checkpointer
+        values = dict(self.graph.get_state(config).values)
+        if not values or checkpointer is None or checkpointer is True:
+            return 0
+        checkpointer.delete_thread(config["configurable"]["thread_id"])  # type: ignore[union-attr]
+        if target.user_id is None:
+            return 1  # the chat is forgotten: its thread goes whole
+        kept = without_them(values, target, said, self.bot)
+        self.graph.update_state(config, kept, as_node="hand_off")
+        return 1
 
 
 def forget(
     deps: Deps, reply_graph: ReplyGraph, request: ForgetRequest, *, wait_s: float = 30.0
 ) -> dict[str, Any]:
-    """Erase; returns ``removed`` (counts per kind), the chat ``streams`` touched and any
-    memory jobs ``still_running`` after ``wait_s`` (run forget again once they are done)."""
-    erased = erase_for(request, deps, wait_s)
-    target = request.target()
-    streams = set(erased.streams) | ({target.chat.key} if target.chat else set())
-    scrubbed = sum(_scrub(reply_graph, stream, deps.bot_id, target) for stream in sorted(streams))
-    return {
-        "removed": {**erased.counts, "reply_threads": scrubbed},
-        "streams": sorted(streams),
-        "still_running": erased.still_running,
-    }
-
-
-def _scrub(graph: ReplyGraph, stream: str, bot: str, target: ForgetTarget) -> int:
-    """1 when this bot's thread for the stream held something of the target."""
-    config = thread_config(stream, bot)
-    checkpointer = graph.checkpointer
-    values = dict(graph.get_state(config).values)
-    if not values or checkpointer is None or checkpointer is True:
-        return 0
-    checkpointer.delete_thread(config["configurable"]["thread_id"])  # type: ignore[union-attr]
-    if target.user_id is None:
-        return 1  # the chat is forgotten: its thread goes whole
-    pending = [p for p in values.get("pending", []) if p["user_id"] != target.user_id]
-    kept = {k: v for k, v in values.items() if k not in ("message", "msg")}
-    graph.update_state(config, {**kept, **FRESH, "pending": pending}, as_node="hand_off")
-    return 1
+    """Erase; returns ``removed`` (counts per kind), the chat ``streams`` touched, any memory
+    jobs ``still_running`` after ``wait_s`` (run forget again once they are done) and what
+    was ``compacted``."""
+    threads = CheckpointThreads(reply_graph, deps.bot_id)
+    out = erase_everywhere(request, replace(deps, reply_threads=threads), wait_s)
+    return {k: out[k] for k in ("removed", "streams", "still_running", "compacted")}

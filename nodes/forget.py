@@ -1,14 +1,18 @@
 """erase: the forget graph's one slot. Validates the request, then erases everything the
-target covers through the stores (``stores.forget``), memory-job checkpoints included."""
+target covers through the stores (``stores.forget``), memory-job checkpoints included,
+then from the reply threads (``Deps.reply_threads``), then has the engines let go of what
+they keep of deleted rows on disk (``Deps.compact``)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from nodes.deps import Deps
 from state.context import Context
 from state.forget import ForgetRequest, ForgetState
 from state.validation import validated
+from stores.base import Said, job_thread_id
 from stores.forget import Erased, erase
 
 
@@ -19,10 +23,11 @@ def validate_request(raw: Any, deps: Deps) -> ForgetRequest:
 def erase_for(request: ForgetRequest, deps: Deps, wait_s: float = 30.0) -> Erased:
     checkpoints = deps.checkpoints
 
-    def drop_threads(thread_ids: Any) -> None:
+    def drop_threads(request_ids: Any) -> None:
         if checkpoints is not None:
-            for thread_id in thread_ids:
-                checkpoints.delete_thread(thread_id)
+            for request_id in request_ids:
+                checkpoints.delete_thread(job_thread_id(deps.bot_id, request_id))
+                checkpoints.delete_thread(request_id)  # named so before bots had their own
 
     return erase(
         request.target(),
@@ -38,16 +43,47 @@ def erase_for(request: ForgetRequest, deps: Deps, wait_s: float = 30.0) -> Erase
     )
 
 
-def erase_node(state: ForgetState, ctx: Context, deps: Deps) -> dict[str, Any]:
+def request_of(state: ForgetState, deps: Deps) -> ForgetRequest:
     fields = ("platform", "user_id", "chat_type", "chat_id")
-    request = validate_request({k: state[k] for k in fields if k in state}, deps)  # type: ignore[literal-required]
-    erased = erase_for(request, deps)
+    return validate_request({k: state[k] for k in fields if k in state}, deps)  # type: ignore[literal-required]
+
+
+def report(erased: Erased, threads: int, compacted: dict[str, str]) -> dict[str, Any]:
     return {
-        "removed": erased.counts,
+        "removed": {**erased.counts, "reply_threads": threads},
         "job_ids": erased.job_ids,
         "streams": erased.streams,
         "still_running": erased.still_running,
+        "compacted": compacted,
     }
+
+
+def streams_of(erased: Erased, request: ForgetRequest) -> list[str]:
+    """The chat streams whose reply threads hold something of the target."""
+    target = request.target()
+    return sorted(set(erased.streams) | ({target.chat.key} if target.chat else set()))
+
+
+def forget(request: ForgetRequest, deps: Deps, wait_s: float = 30.0) -> dict[str, Any]:
+    """Erase from the stores, then from the reply threads, then compact (in-process)."""
+    erased = erase_for(request, deps, wait_s)
+    threads = deps.reply_threads
+    said = erased.said or Said("")
+    scrubbed = threads.scrub(streams_of(erased, request), request.target(), said) if threads else 0
+    return report(erased, scrubbed, deps.compact() if deps.compact else {})
+
+
+async def erase_node(state: ForgetState, ctx: Context, deps: Deps) -> dict[str, Any]:
+    """The forget graph's node (on a LangGraph server: the server's own threads are
+    scrubbed from inside it, between the stores and the compaction)."""
+    request = request_of(state, deps)
+    erased = await asyncio.to_thread(erase_for, request, deps)
+    threads, said = deps.reply_threads, erased.said or Said("")
+    scrubbed = (
+        await threads.ascrub(streams_of(erased, request), request.target(), said) if threads else 0
+    )
+    compacted = await asyncio.to_thread(deps.compact) if deps.compact else {}
+    return report(erased, scrubbed, compacted)
 
 
 VARIANTS = {"erase": {"default": erase_node}}

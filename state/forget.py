@@ -6,7 +6,7 @@ from typing import Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 
-from state.validation import ChatTypeField, as_id
+from state.validation import ChatTypeField, as_id, as_key_part
 from stores.base import ChatScope, ForgetTarget
 
 
@@ -25,7 +25,7 @@ class ForgetRequest(BaseModel):
     def _platform(cls, value: Any, info: ValidationInfo) -> str:
         if value is None or value == "":
             return str((info.context or {}).get("default_platform") or "qq")
-        return as_id(value, "platform")
+        return as_key_part(value, "platform")
 
     @field_validator("user_id", "chat_id", mode="before")
     @classmethod
@@ -59,6 +59,7 @@ class ForgetState(ForgetInput, total=False):
     job_ids: list[str]
     streams: list[str]
     still_running: list[str]
+    compacted: dict[str, str]
     variants: dict[str, str]
 
 
@@ -66,3 +67,10 @@ class ForgetOutput(TypedDict, total=False):
     removed: dict[str, int]
     streams: list[str]
     still_running: list[str]
+    compacted: dict[str, str]
+
+
+def forget_platforms(state: ForgetState, default: str) -> set[str]:
+    """The platform a forget acts on (the deployment's default when it names none)."""
+    platform: Any = state.get("platform")
+    return {platform if isinstance(platform, str) and platform else default}

@@ -1,11 +1,15 @@
 """Erasing a person or a chat everywhere its data lives (``groupmind forget``): events in
 Chroma and their postings in SQL, stored messages, what was learned, relationships, queued
-memory jobs and their checkpoints, context-usage records and chat states.
+memory jobs and their checkpoints, context-usage records and chat states; and, for a
+person, their words where they were derived into someone else's data: the message an
+event of someone else answered, the recent messages other jobs carry, the group's topics
+and summary (rebuilt without them).
 
 Jobs go first, so nothing new is written for the target while it is erased: the idle ones
 are deleted, running ones are waited for (their writes would land after the erase), then
 deleted with whatever they wrote. Every step is idempotent: running forget again finishes
-what an interrupted one started.
+what an interrupted one started. What the engines keep of deleted rows on disk (free
+pages, write-ahead logs) is the caller's to compact (``stores.compact``).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from stores.base import (
     MessageStore,
     ProfileStore,
     RunInbox,
+    Said,
 )
 
 log = logging.getLogger("groupmind.forget")
@@ -38,6 +43,7 @@ class Erased:
     job_ids: list[str] = field(default_factory=list)
     streams: list[str] = field(default_factory=list)
     still_running: list[str] = field(default_factory=list)
+    said: Said | None = None  # a person's names and messages, for what holds them elsewhere
 
 
 def erase(
@@ -57,24 +63,26 @@ def erase(
     counts: dict[str, int] = {}
     job_ids: list[str] = []
     still_running: list[str] = []
+    person = target.user_id is not None
+    # What they said, read before it goes: their lines elsewhere are found by it.
+    said = (
+        messages.said_by(target) if person and messages is not None else Said(target.user_id or "")
+    )
     if jobs is not None:
         job_ids += [row.request_id for row in jobs.forget(target)]
         deadline = time.monotonic() + wait_s
-        while (busy := jobs.running(target)) and time.monotonic() < deadline:
-            time.sleep(poll_s)
-        still_running = jobs.running(target)
-        if still_running:
-            log.warning(
-                "forget %s: %d memory job(s) still running after %.0f s (%s); run forget again "
-                "once they are done",
-                target,
-                len(still_running),
-                wait_s,
-                ", ".join(busy),
-            )
+        still_running = _wait(jobs, target, deadline, poll_s)
         job_ids += [row.request_id for row in jobs.forget(target, running=True)]
+        if person:  # others' jobs in these chats carry their lines as context
+            still_running += _wait(jobs, target, deadline, poll_s, everyone=True)
+            scrubbed = jobs.scrub(target, said)
+            counts["jobs_scrubbed"] = len(scrubbed)
+            if drop_threads is not None and scrubbed:
+                drop_threads(scrubbed)  # their checkpoints hold the old payloads
     counts["memory_jobs"] = len(job_ids)
     counts["events"] = len(events.forget(target))
+    if person:
+        counts["contexts_blanked"] = len(events.scrub_context(target, said))
     streams: dict[str, int] = messages.forget(target) if messages is not None else {}
     counts["messages"] = sum(streams.values())
     counts.update(profiles.forget(target))
@@ -87,4 +95,22 @@ def erase(
     if drop_threads is not None and job_ids:
         drop_threads(job_ids)
     counts["job_checkpoints"] = len(job_ids) if drop_threads is not None else 0
-    return Erased(counts, job_ids, sorted(streams), still_running)
+    return Erased(counts, job_ids, sorted(streams), sorted(set(still_running)), said)
+
+
+def _wait(
+    jobs: JobQueue, target: ForgetTarget, deadline: float, poll_s: float, everyone: bool = False
+) -> list[str]:
+    """Until no job the target covers (``everyone``: of anyone in its chats) is held by a
+    live worker (their writes would land after the erase), or the deadline; the ones
+    still running then."""
+    while (busy := jobs.running(target, everyone=everyone)) and time.monotonic() < deadline:
+        time.sleep(poll_s)
+    if busy:
+        log.warning(
+            "forget %s: %d memory job(s) still running (%s); run forget again once they are done",
+            target,
+            len(busy),
+            ", ".join(busy),
+        )
+    return busy

@@ -21,7 +21,7 @@ from groupmind.cli import app
 from groupmind.session import Session, open_session
 from groupmind.settings import Settings
 from groupmind.threads import thread_config
-from stores.base import ChatScope, EventQuery
+from stores.base import ChatScope, EventQuery, job_thread_id
 from stores.sql.schema import ContextUsageRow, MessageRow
 from tests.graphs.reply_helpers import message
 
@@ -105,7 +105,10 @@ def test_forget_a_person_everywhere(settings: Settings) -> None:
     assert count_rows(after, ContextUsageRow, ContextUsageRow.user_id == "10001") == 0
     assert {j.request_id for j in after.jobs.list(limit=1000)} == jobs_before - mine
     saver = after.runtime.checkpoints
-    assert all(saver.get_tuple({"configurable": {"thread_id": rid}}) is None for rid in mine)
+    assert all(
+        saver.get_tuple({"configurable": {"thread_id": job_thread_id("bot", rid)}}) is None
+        for rid in mine
+    )
     thread = after.reply_graph().get_state(thread_config(G1.key, "bot")).values
     assert thread["chat_state"] and all(p["user_id"] != "10001" for p in thread["pending"])
     assert "明天见" not in json.dumps(thread, ensure_ascii=False)

@@ -15,16 +15,19 @@ from stores.base import EventRecord
 MAX_CONTEXT_CHARS = 300
 
 
-def reply_context(job: MemoryJob) -> str:
-    """The last message from someone else before this exchange: what the user answered."""
+def reply_context(job: MemoryJob) -> tuple[str, str]:
+    """The last message from someone else before this exchange (what the user answered),
+    and who said it."""
     for message in reversed(job.recent_messages):
         if message.user_id != job.user_id and message.user_name != job.user_name:
-            return f"{message.user_name}: {message.content}"[:MAX_CONTEXT_CHARS]
-    return ""
+            said = f"{message.user_name}: {message.content}"[:MAX_CONTEXT_CHARS]
+            return said, message.user_id or ""
+    return "", ""
 
 
 def event_for(state: MemoryState) -> EventRecord:
     job = current_job(state)
+    context, context_user_id = reply_context(job)
     return EventRecord(
         id=job.request_id,
         text=state["text"],
@@ -37,7 +40,8 @@ def event_for(state: MemoryState) -> EventRecord:
         chat_name=job.chat_name or "",
         persona_id=job.persona_id,
         degraded=bool(state.get("degraded")),
-        context=reply_context(job),
+        context=context,
+        context_user_id=context_user_id,
     )
 
 

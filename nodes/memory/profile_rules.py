@@ -8,7 +8,6 @@ conversation content); the reply model's ``update_user_impression`` lines are ke
 from __future__ import annotations
 
 import re
-from collections import Counter
 
 from nodes.memory.profile_change import (
     Current,
@@ -21,6 +20,7 @@ from nodes.memory.profile_change import (
 )
 from nodes.memory.rewrite import rules_parts
 from state.memory import MemoryJob
+from stores import topics as topic_counts
 from stores.base import GroupProfile, ProfileChange
 from stores.text import has_cjk, keywords
 
@@ -71,7 +71,6 @@ PREFERENCE = [
     re.compile(r"\bI (?:really |also )?(?:love|like|enjoy|adore) ([a-z][a-z ]{2,30}?)(?=[,.!?]|$| and | with | so )"),
 ]  # fmt: skip
 ALIAS = [re.compile(r"叫我([^，。,.!！?？\s]{1,8})"), re.compile(r"\bcall me ([A-Z][a-z]+)")]
-MAX_TOPICS = 50
 POSITIVE = re.compile(
     r"谢谢|感谢|喜欢你|爱你|哈哈|开心|太好了|厉害|\b(?:thanks?|thank you|love you|awesome|great|glad)\b",
     re.I,
@@ -125,34 +124,18 @@ def summarize_user(name: str, facts: list[dict[str, str]], prefs: list[str], zh:
 
 
 def group_profile(job: MemoryJob, current: GroupProfile | None, text: str) -> GroupProfile:
-    """Topics are keywords at least two people used: what one person said once is theirs,
-    not the group's (and stays in their conversation)."""
-    old = current.traits if current else {}
-    counts = Counter({str(k): int(v) for k, v in old.get("_topic_counts", {}).items()})
-    speakers = {str(k): list(v) for k, v in old.get("_topic_speakers", {}).items()}
-    for word in keywords(text, 5):
-        counts[word] += 1
-        who = speakers.setdefault(word, [])
-        if job.user_id not in who:
-            who.append(job.user_id)
-            del who[:-5]
-    kept = [w for w, _ in counts.most_common(MAX_TOPICS)]
-    top = [w for w in kept if len(speakers.get(w, [])) >= 2][:8]
+    """Topics are keywords at least two people used, counted per speaker so a person's
+    words can be taken out again (``stores.topics``)."""
+    traits = topic_counts.added(current.traits if current else {}, job.user_id, keywords(text, 5))
     name = job.chat_name or (current.name if current else job.scope_chat_id)
     zh = has_cjk(text) or has_cjk(name)
-    summary = (
-        f"{name}：常聊" + "、".join(top) if zh else f"{name}: often talks about " + ", ".join(top)
-    )
+    summary = topic_counts.summary_of(name, traits["topics"], zh)
     return GroupProfile(
         platform=job.platform,
         group_id=job.scope_chat_id,
         name=name,
-        summary=summary if top else (current.summary if current else ""),
-        traits={
-            "topics": top,
-            "_topic_counts": {w: counts[w] for w in kept},
-            "_topic_speakers": {w: speakers[w] for w in kept if w in speakers},
-        },
+        summary=summary or (current.summary if current else ""),
+        traits=traits,
         version=current.version if current else 0,
     )
 

@@ -132,7 +132,7 @@ def test_embed_writes_one_event_with_its_scope(deps: Deps) -> None:
 
 def test_reply_context_skips_the_users_own_messages(deps: Deps) -> None:
     only_self = validate_job(job(recent_messages=[{"user_name": "小明", "content": "在吗"}]), deps)
-    assert reply_context(only_self) == ""
+    assert reply_context(only_self) == ("", "")
 
 
 def test_merge_rules_replaces_a_fact_of_the_same_type(deps: Deps) -> None:

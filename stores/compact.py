@@ -1,0 +1,92 @@
+"""What the storage engines keep of deleted rows on disk, made to go (after a forget, or
+``groupmind compact``).
+
+- SQLite keeps deleted rows in free pages and in its write-ahead log until a checkpoint
+  or ``VACUUM``: the log is checkpointed and truncated, and the file rebuilt.
+- Chroma (1.5, embedded) keeps every write in its own log (``embeddings_queue`` inside
+  ``chroma.sqlite3``), documents and metadata included, until its vector index has caught
+  up; and its full-text index keeps the words of deleted documents until it is merged.
+  The text of log entries the metadata store has already applied is dropped (the vectors,
+  which the index may still need, stay), the full-text index is merged, then the file is
+  rebuilt as above.
+- PostgreSQL: a deleted row cannot be read by any query, but its bytes stay in the table's
+  files until ``VACUUM FULL`` rewrites them (``full=True``; it locks each table meanwhile).
+
+Each returns what it did, one line, for the forget's report; a file that is busy (another
+process in a transaction) is retried a few times and then reported, never raised.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+from sqlalchemy import Engine, text
+
+TRIES = 10
+
+
+def compact_sqlite(path: Path) -> str:
+    if not path.exists():
+        return "absent"
+    for attempt in range(TRIES):
+        try:
+            conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+            try:
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                conn.execute("VACUUM")
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                conn.close()
+            return "compacted"
+        except sqlite3.OperationalError as exc:  # busy or locked: another process writes
+            if attempt == TRIES - 1:
+                return f"busy ({exc}): run groupmind compact when it is idle"
+            time.sleep(0.5 * (attempt + 1))
+    return "busy"
+
+
+def purge_chroma(path: Path) -> str:
+    """``path``: a persistent Chroma's ``chroma.sqlite3``."""
+    if not path.exists():
+        return "absent"
+    for attempt in range(TRIES):
+        try:
+            conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+            try:
+                applied = conn.execute(
+                    "SELECT s.collection, m.seq_id FROM max_seq_id m "
+                    "JOIN segments s ON s.id = m.segment_id WHERE s.scope = 'METADATA'"
+                ).fetchall()
+                for collection, seq in applied:  # each collection's log is its own topic
+                    conn.execute(
+                        "UPDATE embeddings_queue SET metadata = NULL WHERE topic LIKE ? "
+                        "AND seq_id <= ? AND metadata IS NOT NULL",
+                        (f"%/{collection}", seq),
+                    )
+                conn.execute(
+                    "INSERT INTO embedding_fulltext_search(embedding_fulltext_search) "
+                    "VALUES('optimize')"
+                )
+                conn.execute("VACUUM")
+            finally:
+                conn.close()
+            return "log purged, compacted"
+        except sqlite3.OperationalError as exc:
+            if attempt == TRIES - 1:
+                return f"busy ({exc}): run groupmind compact when it is idle"
+            time.sleep(0.5 * (attempt + 1))
+    return "busy"
+
+
+def compact_postgres(engine: Engine, tables: list[str], *, full: bool) -> str:
+    if not full:
+        return (
+            "rows deleted; their bytes stay in the table files until VACUUM FULL "
+            "(groupmind compact --full)"
+        )
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        for table in tables:
+            conn.execute(text(f"VACUUM FULL {table}"))
+    return "VACUUM FULL done"

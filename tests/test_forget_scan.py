@@ -1,0 +1,127 @@
+"""Forget leaves nothing: after erasing a person, every file under the data dir (SQLite and
+its logs, Chroma's database and index files, the checkpoints, and a LangGraph server's own
+storage) is read byte by byte for what they said, raw and as JSON escapes; the group's
+topics and summary are rebuilt without their words. In-process through the CLI, and on
+`langgraph dev` through the forget graph."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph_sdk import get_sync_client
+from typer.testing import CliRunner
+
+from groupmind.cli import app
+from groupmind.session import open_session
+from groupmind.settings import Settings
+from groupmind.threads import stream_thread_id
+from tests.graphs.reply_helpers import message
+from tests.test_langgraph_dev import start
+
+U = {"user_id": "10001", "user_name": "小明"}  # the person to forget
+B = {"user_id": "10002", "user_name": "阿强"}
+# What 小明 says: tokens no one else says, so any trace of them is theirs.
+SAID = ["ZQXJ7731", "QPWM4490", "猫头鹰咖啡馆", "KVBN5512"]
+TOPIC = "冲浪板"  # said by 小明 and once by 阿强: a group topic, until 小明 is forgotten
+
+
+def conversation() -> list[dict[str, Any]]:
+    return [
+        message(f"@bot 我的暗号是 {SAID[0]}，我常去{SAID[2]}", mentions=["bot"], **U),
+        message(f"收到，我也想买{TOPIC}", **B),  # 阿强 answers 小明
+        message(f"@bot 我周末去买{TOPIC}，还有 {SAID[1]}", mentions=["bot"], **U),
+        message("我觉得不错", **B),
+        message(f"私下说：{SAID[3]} 是我的新密码", chat_type="private", chat_id=None, **U),
+        message(f"@bot 再说一次 {SAID[1]} 和{TOPIC}", mentions=["bot"], **U),
+        message("明天见", **B),
+    ]
+
+
+def forms(text: str) -> list[bytes]:
+    """How a string can sit in a file: UTF-8, JSON's \\u escapes, UTF-16 (SQLite can)."""
+    escaped = json.dumps(text)[1:-1].encode()
+    return list({text.encode(), escaped, text.encode("utf-16-le")})
+
+
+def traces(root: Path, strings: list[str]) -> dict[str, list[str]]:
+    """Every file under ``root`` holding one of ``strings``, in any of its forms."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        data = path.read_bytes()
+        hits = [s for s in strings if any(f in data for f in forms(s))]
+        if hits:
+            found[str(path.relative_to(root))] = hits
+    return found
+
+
+def group_profile(data: Path, bot: str = "bot") -> Any:
+    session = open_session(Settings(_env_file=None, data_dir=data), worker=False, bot=bot)  # type: ignore[call-arg]
+    return session.deps.profiles.get_group("qq", "1001")
+
+
+def test_forget_leaves_nothing_on_disk_in_process(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    lines = tmp_path / "chat.jsonl"
+    lines.write_text("\n".join(json.dumps(m, ensure_ascii=False) for m in conversation()))
+    runner = CliRunner()
+    replayed = runner.invoke(app, ["--data-dir", str(data), "replay", str(lines), "--json",
+                                   "--wait-memory"])  # fmt: skip
+    assert replayed.exit_code == 0, replayed.output
+    before = traces(data, SAID)
+    assert any("groupmind.db" in f for f in before) and any("chroma" in f for f in before)
+    group = group_profile(data)
+    assert group is not None and TOPIC in group.traits["topics"]
+
+    erased = runner.invoke(app, ["--data-dir", str(data), "forget", "--user-id", "10001",
+                                 "--yes", "--json"])  # fmt: skip
+    assert erased.exit_code == 0, erased.output
+    result = json.loads(erased.stdout)
+    assert result["compacted"] == {"sql": "compacted", "checkpoints": "compacted",
+                                   "chroma": "log purged, compacted"}  # fmt: skip
+    assert result["removed"]["contexts_blanked"] >= 1 and result["removed"]["jobs_scrubbed"] >= 1
+    assert traces(data, [*SAID, "小明"]) == {}
+    group = group_profile(data)  # 阿强 alone said it once: his count, no topic any more
+    assert group is not None and TOPIC not in group.traits["topics"] and TOPIC not in group.summary
+    assert list(group.traits["_topics_by"]) == ["10002"]
+    # 阿强's memory stays, his words without 小明's
+    out = runner.invoke(app, ["--data-dir", str(data), "search", "明天见 不错", "--chat-type",
+                              "group", "--chat-id", "1001", "--json"])  # fmt: skip
+    assert out.exit_code == 0 and json.loads(out.stdout), out.output
+
+
+@pytest.mark.slow
+def test_forget_leaves_nothing_on_disk_on_langgraph_dev(tmp_path: Path) -> None:
+    """The server's storage (`.langgraph_api`) lives in the data dir: the forget graph
+    deletes the threads that held the person's messages from inside the server, and their
+    runs; once the server has written its storage again, nothing is left."""
+    data = tmp_path / "data"
+    data.mkdir()
+    for url, _data, _log in start(tmp_path, cwd=data):
+        client = get_sync_client(url=url)
+        context = {"variants": {"plan": "rules", "reply": "rules"}}
+        for msg in conversation():
+            stream = f"qq:{msg['chat_type']}:{msg['chat_id'] or msg['user_id']}"
+            client.runs.wait(stream_thread_id(stream, "bot"), "reply", input={"message": msg},
+                             context=context, if_not_exists="create")  # fmt: skip
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(
+            ".langgraph_api" in f for f in traces(data, SAID)
+        ):
+            time.sleep(1)  # the server writes its storage every 10 s
+        assert any(".langgraph_api" in f for f in traces(data, SAID))
+        time.sleep(3)  # the memory worker
+        out = client.runs.wait(client.threads.create()["thread_id"], "forget",
+                               input={"platform": "qq", "user_id": "10001"})  # fmt: skip
+        assert out["removed"]["reply_threads"] == 2, out  # the group's rebuilt, the DM's gone
+        assert out["compacted"]["sql"] == "compacted", out
+        time.sleep(12)  # the server's next write of its storage
+        assert traces(data, SAID) == {}
+        # The group's thread goes on, rebuilt without them.
+        group = client.threads.get_state(stream_thread_id("qq:group:1001", "bot"))["values"]
+        assert group["stream"] == "qq:group:1001" and group["chat_state"] in ("CHAT", "FOCUSED")
+        assert "小明" not in json.dumps(group, ensure_ascii=False)
+    assert traces(data, SAID) == {}  # and after it stopped (its last write)
