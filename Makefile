@@ -32,10 +32,12 @@ test: lint
 	$(BIN)/pytest
 
 # The graphs on `langgraph dev` (the server extra), on this data dir; PORT=2024 by default.
+# It runs in the data dir: the server keeps its own storage (.langgraph_api) where it runs.
 serve: setup
-	GROUPMIND_DATA_DIR=$${GROUPMIND_DATA_DIR:-$(CURDIR)/.groupmind} LANGGRAPH_CLI_NO_ANALYTICS=1 \
-	LANGGRAPH_NO_VERSION_CHECK=true $(BIN)/langgraph dev --no-browser --no-reload \
-	--port $${PORT:-2024} --config langgraph.json
+	data=$${GROUPMIND_DATA_DIR:-$(CURDIR)/.groupmind}; mkdir -p "$$data" && cd "$$data" && \
+	GROUPMIND_DATA_DIR="$$(pwd)" LANGGRAPH_CLI_NO_ANALYTICS=1 LANGGRAPH_NO_VERSION_CHECK=true \
+	$(CURDIR)/$(BIN)/langgraph dev --no-browser --no-reload --port $${PORT:-2024} \
+	--config $(CURDIR)/langgraph.json
 
 # The scale-out server's environment (deploy/): langhost (PostgreSQL + Redis runtime) with
 # groupmind installed beside it; its pins differ from the project's, so it has its own venv.

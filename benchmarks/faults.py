@@ -1,7 +1,8 @@
-"""The fault suite at larger N (``tests/faults.py``): real processes killed with SIGKILL,
-a throwaway PostgreSQL cluster stopped hard, a `chroma run` server and an OpenAI-compatible
-endpoint taken down and brought back. A table: fault, N, lost, stored twice, time to
-drain, process alive.
+"""The fault suite at larger N (``tests/faults.py``): real processes killed with SIGKILL
+(memory workers, a bot, the OneBot bridge mid-storm), a throwaway PostgreSQL cluster stopped
+hard, a `chroma run` server and an OpenAI-compatible endpoint taken down and brought back,
+a store down in the middle of replies. A table: fault, N, lost, stored twice, time to
+drain, process alive, notes.
 
     make bench-faults
     make bench-faults ARGS="--jobs 100 --kills 10"
@@ -26,6 +27,7 @@ def main() -> None:
     parser.add_argument("--kills", type=int, default=30, help="SIGKILLs of the worker")
     parser.add_argument("--messages", type=int, default=200, help="messages per bot fault")
     parser.add_argument("--bot-kills", type=int, default=10)
+    parser.add_argument("--storm", type=int, default=1000, help="OneBot events in 10 s")
     args = parser.parse_args()
     console.print(f"machine: {machine()}")
     scenarios = [
@@ -35,13 +37,17 @@ def main() -> None:
         lambda: faults.worker_model_outage(args.jobs // 4),
         lambda: faults.bot_kill9(args.messages, args.bot_kills),
         lambda: faults.bot_postgres_restart(args.messages),
+        lambda: faults.bridge_kill9(args.storm, chats=20, rate=args.storm / 10),
+        lambda: faults.bot_store_down(args.messages),
     ]
-    table = Table("fault", "N", "lost", "stored twice", "time to drain (s)", "process alive")
+    table = Table("fault", "N", "lost", "stored twice", "time to drain (s)", "process alive",
+                  "notes")  # fmt: skip
     failed = False
     for run in scenarios:
         result = run()
-        table.add_row(*result.row())
-        console.print(f"{result.fault}: {result.row()[2:]}")
+        notes = "; ".join(n for n in result.notes if len(n) < 200)
+        table.add_row(*result.row(), notes)
+        console.print(f"{result.fault}: {result.row()[2:]} {notes}")
         failed |= (result.lost, result.twice, result.alive) != (0, 0, True)
     console.print(table)
     if failed:

@@ -121,7 +121,8 @@ def populate(runtime: Any, n: int, texts: list[str], vectors: np.ndarray) -> flo
             noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
             events = [
                 EventRecord(id=f"ev{i}", text=texts[i % len(texts)], timestamp=1_790_000_000.0 + i, user_id=f"u{i % 8}",
-                            user_name=USERS[i % 8], chat_type="group", chat_id=str(1001 + i % 50), persona_id="default")
+                            user_name=USERS[i % 8], platform="qq", chat_type="group", chat_id=str(1001 + i % 50),
+                            persona_id="default")
                 for i in idx
             ]  # fmt: skip
             runtime.deps.events.upsert_many(events, noisy)
@@ -157,7 +158,7 @@ def hold_seconds(deps: Any) -> float:
     query = EventQuery(
         text="预热", platform="qq", chat_type="group", chat_id="1001", persona_id="default"
     )
-    key = (query.chat_type, query.chat_id, query.persona_id)
+    key = (deps.bot_id, query.scope, query.persona_id)
     t0 = time.perf_counter()
     deps.events.search(query)
     while not deps.events.held.holds(key) and time.perf_counter() - t0 < 120:
@@ -207,7 +208,10 @@ def main() -> None:
         stub = replace(runtime.deps, chat=StubChat())
         events = runtime.deps.events
         unheld = replace(
-            runtime.deps, events=HybridEventStore(events.vector, events.lexical, max_vectors_held=0)
+            runtime.deps,
+            events=HybridEventStore(
+                events.vector, events.lexical, bot=runtime.deps.bot_id, max_vectors_held=0
+            ),
         )
         for name, deps, variants, platform in (
             ("rules, memory elsewhere", runtime.deps, {}, "solo"),

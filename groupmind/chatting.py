@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import Durability
 
 from graphs.reply import ReplyGraph
 from groupmind.threads import thread_config
@@ -43,11 +44,17 @@ def reply_context(deps: Deps, variants: dict[str, str] | None = None) -> Context
 
 
 def reply_to(
-    graph: ReplyGraph, deps: Deps, raw: Any, context: Context, callbacks: list[Any] | None = None
+    graph: ReplyGraph,
+    deps: Deps,
+    raw: Any,
+    context: Context,
+    callbacks: list[Any] | None = None,
+    durability: Durability = "exit",
 ) -> dict[str, Any]:
     """One message through the reply graph on its stream's thread; a bad message raises
     InputError before anything is stored. ``callbacks``: LangChain handlers (tracing,
-    timing)."""
+    timing). ``durability``: one checkpoint per message by default (a run is short and its
+    writes idempotent); a server checkpoints every step (``async``)."""
     msg = validate_message(raw, deps)
     adopt_legacy_thread(graph, msg.stream, deps.bot_id)
     config: Any = {
@@ -60,8 +67,7 @@ def reply_to(
         },
         "callbacks": callbacks or [],
     }
-    # One checkpoint per message: a run is short and its writes (message, jobs) idempotent.
-    out = graph.invoke({"message": raw}, config, context=context, durability="exit")
+    out = graph.invoke({"message": raw}, config, context=context, durability=durability)
     extra = {key: out[key] for key in EXTRA_KEYS if out.get(key)}
     return {key: out.get(key) for key in REPLAY_KEYS} | {
         "message_id": msg.message_id,

@@ -11,12 +11,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from groupmind.errors import storage_error
 from groupmind.lines import Line, judged, read_jsonl
 from groupmind.persona_cli import app as persona_app
 from groupmind.settings import Settings
@@ -547,6 +549,22 @@ def forget(
 
 
 @app.command()
+def migrate() -> None:
+    """Bring groupmind's SQL schema up to date (every process does it at start; run it
+    once before starting many, e.g. deploy/create-databases.sh)."""
+    from sqlalchemy import text
+
+    from stores.sql import make_engine
+    from stores.sql import migrate as upgrade
+
+    engine = make_engine(STATE.settings.resolved_sql_url)
+    upgrade(engine, default_platform=STATE.settings.default_platform, owner=STATE.settings.owner)
+    with engine.connect() as conn:
+        revision = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+    out.print(f"schema at revision {revision} ({engine.url.render_as_string(hide_password=True)})")
+
+
+@app.command()
 def compact(
     full: Annotated[
         bool, typer.Option("--full", help="PostgreSQL: VACUUM FULL (locks each table)")
@@ -621,5 +639,26 @@ def onebot(
 
 app.add_typer(persona_app, name="persona")
 
+
+def run() -> None:
+    """The ``groupmind`` command: a storage failure (a read-only or full disk, a database
+    gone) ends it with one line and exit code 1, not a traceback."""
+    try:
+        code = app(standalone_mode=False)  # an Exit comes back as its code
+    except click.exceptions.Abort:
+        err.print("Aborted.")
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except Exception as exc:
+        line = storage_error(exc)
+        if line is None:
+            raise
+        err.print(line, style="red", markup=False, highlight=False)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
 if __name__ == "__main__":
-    app()
+    run()

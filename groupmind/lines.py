@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from groupmind.errors import one_line
 from state.validation import InputError
 
 log = logging.getLogger("groupmind.cli")
@@ -71,5 +72,5 @@ def judged(
     except InputError as exc:
         return rejected(line, exc, id_field), True
     except Exception as exc:  # noqa: BLE001 - one line's failure never ends the run
-        log.warning("line %d failed", line.number, exc_info=True)
-        return rejected(line, f"{type(exc).__name__}: {exc}", id_field), True
+        log.warning("line %d failed: %s", line.number, one_line(exc))
+        return rejected(line, one_line(exc), id_field), True

@@ -95,6 +95,11 @@ class Settings(BaseSettings):
         description='LangGraph server API keys, JSON: [{"id": "bot-a", "api_key": "...", '
         '"platforms": ["qq"]}]; none: the server is open (local development)',
     )
+    allow_open_server: bool = Field(
+        default=False,
+        description="let a LangGraph server with no GROUPMIND_BOTS listen beyond loopback "
+        "(something in front of it admits only your bots)",
+    )
     profile_sharing: Sharing = Field(
         default="chat",
         description="what a chat sees of what was learned about a person elsewhere: 'chat' "

@@ -2,7 +2,8 @@
 memory block (seed 003 §5.1), both from what this chat may see (a ``ProfileView``).
 
 Every text that came from users (impressions, facts, preferences, aliases, summaries,
-events) is quoted as a JSON string under a header that says it is data, not instructions.
+events, and their names, ids and chat names, which they choose too) is quoted as a JSON
+string, under a header that says it is data, not instructions.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def where_learned(learned: LearnedProfile | GroupProfile, shown_in: ChatScope) -
         return ""
     if learned.scope.chat_type == "group":
         name = learned.chat_name if isinstance(learned, LearnedProfile) else learned.name
-        return f"群「{name or learned.scope.chat_id}」"
+        return f"群{quoted(name or learned.scope.chat_id)}"
     return "私聊"
 
 
@@ -49,7 +50,7 @@ def render_relation_block(
 ) -> str:
     """seed 000 §4.1 ``build_relation_info``, from what this chat may see."""
     rel = view.relationship
-    name = rel.user_name if rel else (fallback_name or "TA")
+    name = quoted(rel.user_name if rel else (fallback_name or "TA"))  # they choose it
     if rel is None and not view.learned:
         return f"你完全不认识{name}，这是你们第一次交流。"
     lines = [f"关于{name}，你知道以下信息："]
@@ -105,7 +106,7 @@ CONTEXT_HEADER = "以下是与最新消息相关的聊天记录（按时间顺�
 def render_context(messages: list[StoredMessage]) -> str:
     """The ranked context, chronological, every text quoted as data ('' when empty)."""
     lines = [
-        f"[{m.user_name} id={m.user_id}] {quoted(m.content)}"
+        f"[{quoted(m.user_name)} id={quoted(m.user_id)}] {quoted(m.content)}"
         for m in sorted(messages, key=lambda m: (m.timestamp, m.seq))
     ]
     return "\n".join([CONTEXT_HEADER, *lines]) if lines else ""
@@ -113,11 +114,12 @@ def render_context(messages: list[StoredMessage]) -> str:
 
 def render_latest(user_name: str, user_id: str, content: str) -> str:
     """The message being answered; the speaker's id is what the memory tools take."""
-    return f"最新消息 [{user_name} id={user_id}]：{quoted(content)}"
+    return f"最新消息 [{quoted(user_name)} id={quoted(user_id)}]：{quoted(content)}"
 
 
 def info_label(new_info_by: str, user_name: str, persona: str) -> str:
     """Whose words a job's new_info is, and whom its pronouns stand for."""
+    who = quoted(user_name)
     if new_info_by == "user":
-        return f"新信息（{user_name}说的话；“我”指{user_name}）"
-    return f"新信息（{persona}记下的关于{user_name}的事；“我”指{persona}，“你”指{user_name}）"
+        return f"新信息（{who}说的话；“我”指{who}）"
+    return f"新信息（{persona}记下的关于{who}的事；“我”指{persona}，“你”指{who}）"

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from groupmind.chatting import reply_context, reply_to
 from groupmind.session import open_session
@@ -24,6 +26,9 @@ from groupmind.threads import thread_config
 from state.validation import InputError
 
 log = logging.getLogger("fault_bot")
+# "async": every step checkpointed, as on a LangGraph server (a run that fails mid-way
+# leaves what it did so far on its thread)
+DURABILITY: Any = os.environ.get("FAULT_BOT_DURABILITY", "exit")
 
 
 def main(messages_path: Path, progress: Path) -> int:
@@ -43,7 +48,7 @@ def main(messages_path: Path, progress: Path) -> int:
     for index in range(done, len(messages)):
         while True:
             try:
-                reply_to(graph, session.deps, messages[index], context)
+                reply_to(graph, session.deps, messages[index], context, durability=DURABILITY)
                 break
             except InputError as exc:  # never retried: it cannot go through
                 log.warning("refused: %s", exc)

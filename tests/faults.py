@@ -534,3 +534,48 @@ def bridge_kill9(n: int, chats: int, kills: int = 1, rate: float = 100.0, seed: 
         if lost or twice or not alive:
             notes.append((tmp / "bridge.log").read_text(errors="replace")[-2000:])
         return Result(f"bridge kill -9 ×{kills}", n, lost, twice, drain, alive, notes)
+
+
+def bot_store_down(n: int, down_s: float = 4.0) -> Result:
+    """An in-process bot whose `chroma run` server is killed mid-chat and started again,
+    its replies checkpointed at every step as on a LangGraph server: a reply that failed
+    after its message was stored is delivered again (as a platform would) and must then be
+    answered, once, and the message remembered once."""
+    from stores.sql.schema import MessageRow
+
+    with tempfile.TemporaryDirectory() as tmp_name, chroma_server(Path(tmp_name) / "c") as chroma:
+        tmp = Path(tmp_name)
+        messages = bot_messages(n)
+        (tmp / "messages.jsonl").write_text(
+            "\n".join(json.dumps(m, ensure_ascii=False) for m in messages)
+        )
+        env = env_for(tmp / "data", chroma_host="127.0.0.1", chroma_port=str(chroma.port),  # type: ignore[attr-defined]
+                      job_backoff_base_s="0.5", job_backoff_max_s="3")  # fmt: skip
+        env.update({"GROUPMIND_CHAT__BUFFER_MAX": "4", "FAULT_BOT_DURABILITY": "async"})
+        proc = start_bot(env, tmp)
+        time.sleep(6.0)
+        chroma(False)
+        time.sleep(down_s)
+        chroma(True)
+        drain, code = wait_bot(proc, 600)
+        engine = sql(f"sqlite:///{tmp / 'data' / 'groupmind.db'}")
+        tokens = [TOKEN.findall(m["content"])[0] for m in messages]
+        lost, twice = token_outcome(engine, tokens, tmp / "pending.json")
+        with engine.connect() as conn:
+            replies = list(
+                conn.execute(
+                    select(MessageRow.reply_to).where(MessageRow.from_bot.is_(True))
+                ).scalars()
+            )
+        addressed = [m["message_id"] for m in messages if m["mentions"]]
+        unanswered = [m for m in addressed if m not in replies]
+        lost += len(unanswered)
+        twice += len(replies) - len(set(replies))
+        log = (tmp / "bot.log").read_text(errors="replace")
+        failed = len(re.findall(r"WARNING:fault_bot:message \d+:", log))
+        notes = [f"replies that failed mid-way and were delivered again: {failed}"]
+        if unanswered:
+            notes.append(f"unanswered: {unanswered}")
+        if code != 0:
+            notes.append(log[-1500:])
+        return Result("store down mid-reply", n, lost, twice, drain, code == 0, notes)

@@ -29,8 +29,9 @@ def available() -> None:
 
 
 @contextmanager
-def databases(*names: str) -> Iterator[dict[str, str]]:
-    """Fresh PostgreSQL databases (name -> URL), dropped afterwards."""
+def databases(*names: str, create: bool = True) -> Iterator[dict[str, str]]:
+    """Fresh PostgreSQL databases (name -> URL), dropped afterwards; with ``create=False``
+    only named (the recipe's script creates them)."""
     suffix = uuid.uuid4().hex[:8]
     admin = create_engine(PG_ADMIN_URL.replace("postgresql://", "postgresql+psycopg://"),
                           isolation_level="AUTOCOMMIT")  # fmt: skip
@@ -38,7 +39,8 @@ def databases(*names: str) -> Iterator[dict[str, str]]:
     urls = {}
     with admin.connect() as conn:
         for name in names:
-            conn.execute(text(f"CREATE DATABASE {name}_{suffix}"))
+            if create:
+                conn.execute(text(f"CREATE DATABASE {name}_{suffix}"))
             urls[name] = f"{base}/{name}_{suffix}"
     try:
         yield urls
@@ -96,3 +98,10 @@ def stop(*procs: subprocess.Popen[bytes]) -> None:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def create_databases(env: dict[str, str]) -> str:
+    """deploy/create-databases.sh, as an operator runs it before starting the fleet."""
+    done = subprocess.run([str(ROOT / "deploy" / "create-databases.sh")], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    return done.stdout

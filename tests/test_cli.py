@@ -243,3 +243,39 @@ def test_operator_views_chats_and_jobs(cli: Any, tmp_path: Path) -> None:
     one = jobs[0]
     assert one["variants"]["rewrite"] == "rules" and one["payload"]["new_info_by"] == "user"
     assert one["result"]["status"] in ("stored", "degraded") and one["error"] is None
+
+
+@pytest.mark.slow
+def test_storage_errors_are_one_line_and_never_carry_what_was_said(tmp_path: Path) -> None:
+    """A read-only database (SQLite refuses writes whoever asks): replay refuses the line,
+    forget stops, search still reads; each says what failed in one line, with no content."""
+    import os
+    import subprocess
+    import sys
+
+    data = tmp_path / "data"
+    said = [{"message_id": "a1", "platform": "qq", "chat_type": "group", "chat_id": "1",
+             "user_id": "u", "user_name": "小明", "content": "@bot 我的暗号是 SECRET99",
+             "timestamp": 1795000000, "mentions": ["bot"]}]  # fmt: skip
+    assert cli_on(data)("replay", str(write_jsonl(tmp_path / "a.jsonl", said))).exit_code == 0
+    env = {**os.environ, "GROUPMIND_DATA_DIR": str(data),
+           "GROUPMIND_SQL_URL": f"sqlite:///file:{data / 'groupmind.db'}?mode=ro&uri=true"}  # fmt: skip
+    later = [{**said[0], "message_id": "a2", "content": "@bot 新的暗号 SECRET77"}]
+
+    def groupmind(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "groupmind.cli", *args], env=env,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+
+    replayed = groupmind("replay", str(write_jsonl(tmp_path / "b.jsonl", later)), "--json")
+    assert replayed.returncode == 1
+    (out,) = lines(replayed.stdout)
+    assert out == {"message_id": "a2", "error": "line 1: SQL database: OperationalError: "
+                                                "attempt to write a readonly database"}  # fmt: skip
+    erased = groupmind("forget", "--user-id", "u", "--yes")
+    assert erased.returncode == 1 and "Traceback" not in erased.stderr
+    assert erased.stderr.strip().endswith("SQL database: OperationalError: attempt to write a "
+                                          "readonly database")  # fmt: skip
+    found = groupmind("search", "暗号", "--chat-type", "group", "--chat-id", "1", "--json")
+    assert found.returncode == 0 and "SECRET99" in found.stdout  # reading still works
+    for run in (replayed, erased):
+        assert "SECRET" not in run.stdout + run.stderr and "INSERT" not in run.stderr

@@ -81,3 +81,8 @@ def test_processes_starting_together_on_an_empty_database_all_come_up(
 def test_bridge_killed_mid_storm_loses_nothing_it_took_and_answers_once() -> None:
     """A OneBot stand-in that never resends (as NapCat, Lagrange and LLOneBot do not)."""
     check(faults.bridge_kill9(150, chats=10, rate=60.0))
+
+
+@pytest.mark.chroma_server
+def test_store_down_mid_reply_every_message_answered_and_remembered_once() -> None:
+    check(faults.bot_store_down(40))

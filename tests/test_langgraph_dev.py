@@ -256,3 +256,44 @@ def test_the_onebot_bridge_drives_the_server_through_the_sdk(
     other = get_sync_client(url=two_bots[0], api_key=KEY_B)
     with pytest.raises(httpx.HTTPStatusError):
         other.threads.get(stream_thread_id("qq:private:40002", "bot-a"))
+
+
+@pytest.mark.parametrize("server", ["dev", "langhost"])
+def test_a_server_without_keys_will_not_listen_beyond_loopback(tmp_path: Path, server: str) -> None:
+    """Unless the operator says so; on loopback it says it is open."""
+    from tests import langhost
+
+    if server == "langhost":
+        langhost.available()
+        cmd = [str(langhost.VENV / "bin" / "langhost"), "serve", "--no-browser",
+               "-c", str(ROOT / "deploy" / "langgraph.json")]  # fmt: skip
+        env = langhost.base_env("postgresql://postgres@127.0.0.1:5432/none", 13)
+    else:
+        cmd = [str(Path(sys.executable).parent / "langgraph"), "dev", "--no-browser",
+               "--no-reload", "--config", str(ROOT / "langgraph.json")]  # fmt: skip
+        env = {**os.environ, "LANGGRAPH_CLI_NO_ANALYTICS": "1",
+               "LANGGRAPH_NO_VERSION_CHECK": "true"}  # fmt: skip
+    env = {k: v for k, v in env.items() if k != "GROUPMIND_BOTS"}
+    env["GROUPMIND_DATA_DIR"] = str(tmp_path / "data")
+    port = str(_free_port())
+    log = tmp_path / "server.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([*cmd, "--host", "0.0.0.0", "--port", port], cwd=tmp_path,
+                                env=env, stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+    try:
+        assert proc.wait(timeout=90) != 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert "would listen on 0.0.0.0" in log.read_text()
+    if server == "dev":  # allowed explicitly, it starts, and says it is open
+        env["GROUPMIND_ALLOW_OPEN_SERVER"] = "true"
+        with log.open("w") as out:
+            proc = subprocess.Popen([*cmd, "--host", "0.0.0.0", "--port", port], cwd=tmp_path,
+                                    env=env, stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
+        try:
+            wait_ok(f"http://127.0.0.1:{port}", proc, log, timeout=90)
+            assert "this server is OPEN (listening on 0.0.0.0)" in log.read_text()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=20)

@@ -24,7 +24,7 @@ from langgraph_sdk import get_sync_client
 from sqlalchemy import select
 
 from groupmind.threads import stream_thread_id
-from stores.sql import make_engine, migrate
+from stores.sql import make_engine
 from stores.sql.schema import EventDocRow, MemoryJobRow, MessageRow
 from tests import langhost
 
@@ -38,7 +38,7 @@ BOTS = json.dumps([{"id": "bot", "api_key": KEY, "platforms": ["qq"]}])
 @pytest.fixture
 def deployment(tmp_path: Path, chroma_server: tuple[str, int]) -> Iterator[dict[str, Any]]:
     langhost.available()
-    with langhost.databases("lh", "gm") as urls:
+    with langhost.databases("lh", "gm", create=False) as urls:
         langhost.redis_flush(REDIS_DB)
         env = langhost.base_env(
             urls["lh"], REDIS_DB, sql_url=urls["gm"], checkpointer="postgres",
@@ -46,7 +46,8 @@ def deployment(tmp_path: Path, chroma_server: tuple[str, int]) -> Iterator[dict[
             server_memory_worker="false", data_dir=str(tmp_path / "data"),
             job_backoff_base_s="0.5", bots=BOTS,
         )  # fmt: skip
-        migrate(make_engine(urls["gm"]))  # as an operator would before starting the fleet
+        made = langhost.create_databases(env)  # as the recipe says, before the fleet starts
+        assert made.count("created database") == 2 and "schema at revision" in made
         procs: dict[str, subprocess.Popen[bytes]] = {}
         servers: list[str] = []
         try:

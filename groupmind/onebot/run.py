@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 import signal
 from collections.abc import Callable
@@ -11,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from groupmind.exposure import loopback
 from groupmind.onebot.brains import Brain, InProcessBrain, ServerBrain
 from groupmind.onebot.bridge import PATH, Bridge
 from groupmind.onebot.events import StickerMode
@@ -35,15 +35,6 @@ class BridgeOptions:
     platform: str = "qq"
     stickers: StickerMode = "image"
     journal: Path | None = None  # default: <data dir>/onebot-journal.db
-
-
-def loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def check_exposure(opts: BridgeOptions) -> None:

@@ -18,12 +18,14 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import sys
 import uuid
 from functools import lru_cache
 from typing import Any
 
 from langgraph_sdk import Auth
 
+from groupmind.exposure import listening_host, loopback
 from groupmind.server.identity import OPEN
 from groupmind.settings import BotKey, Settings
 from groupmind.threads import stream_of, stream_thread_id
@@ -69,15 +71,36 @@ def settings() -> Settings:
     return Settings()
 
 
-@lru_cache(maxsize=1)
 def bots() -> tuple[BotKey, ...]:
-    configured = tuple(settings().bots)
-    if not configured:
-        log.warning(
-            "groupmind: no GROUPMIND_BOTS configured, so this server is OPEN: anyone who can "
-            "reach it can read and run every thread. Configure bot API keys before exposing it."
+    return tuple(settings().bots)
+
+
+class OpenServer(SystemExit):
+    """A server with no keys would listen beyond this machine."""
+
+
+def check_exposure(argv: list[str]) -> None:
+    """At start: a server with no bot keys refuses to listen beyond loopback unless the
+    operator allows it (``GROUPMIND_ALLOW_OPEN_SERVER``); on loopback it says it is open."""
+    if settings().bots:
+        return
+    host = listening_host(argv)
+    if not loopback(host) and not settings().allow_open_server:
+        raise OpenServer(
+            f"groupmind: no GROUPMIND_BOTS configured and the server would listen on {host}: "
+            "anyone who reaches it could read and run every thread. Configure bot API keys "
+            "(docs/scopes.md), listen on 127.0.0.1, or set GROUPMIND_ALLOW_OPEN_SERVER=true "
+            "if something in front of it already admits only your bots."
         )
-    return configured
+    log.warning(
+        "groupmind: no GROUPMIND_BOTS configured, so this server is OPEN (listening on %s): "
+        "anyone who can reach it can read and run every thread. Configure bot API keys "
+        "before exposing it.",
+        host,
+    )
+
+
+check_exposure(sys.argv)  # the server loads this module as it starts
 
 
 def bot_for(key: str | None) -> BotKey | None:

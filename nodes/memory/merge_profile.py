@@ -41,7 +41,7 @@ log = logging.getLogger("groupmind.memory")
 PROFILE_PROMPT = """根据新信息更新你在{place}对 {user_name} 的侧写。
 
 {data_header}
-你在{place}对 {user_name}({user_id}) 的现有认识（JSON）：
+你在{place}对 {user_name}（ID {user_id}）的现有认识（JSON）：
 {old_relationship}
 
 {group_block}{info_label}：{new_info}
@@ -87,21 +87,20 @@ def render_profile_prompt(job: MemoryJob, current: Current, persona: str) -> str
     if job.chat_type == "group":
         group = current.group
         group_json = {"summary": group.summary, "traits": group.shown_traits} if group else {}
-        group_block = (
-            f"群聊「{job.place_zh}」的现有侧写：{json.dumps(group_json, ensure_ascii=False)}\n\n"
-        )
+        shown = json.dumps(group_json, ensure_ascii=False)
+        group_block = f"群聊{quoted(job.place_zh)}的现有侧写：{shown}\n\n"
     if job.key_facts or job.impression_update:
         tool = {
             "key_facts": [f.model_dump() for f in job.key_facts],
             "impression": job.impression_update,
         }
         group_block += f"对话中你用工具记下的：{json.dumps(tool, ensure_ascii=False)}\n\n"
-    recent = "\n".join(f"- {m.user_name}：{quoted(m.content)}" for m in job.recent_messages)
+    recent = "\n".join(f"- {quoted(m.user_name)}：{quoted(m.content)}" for m in job.recent_messages)
     return PROFILE_PROMPT.format(
-        place=job.place_zh if job.chat_type == "private" else f"群聊「{job.place_zh}」",
+        place=quoted(job.place_zh) if job.chat_type == "private" else f"群聊{quoted(job.place_zh)}",
         data_header=DATA_HEADER,
-        user_name=job.user_name,
-        user_id=job.user_id,
+        user_name=quoted(job.user_name),
+        user_id=quoted(job.user_id),
         old_relationship=json.dumps(old, ensure_ascii=False),
         group_block=group_block,
         info_label=info_label(job.new_info_by, job.user_name, persona),

@@ -49,8 +49,8 @@ RETRY_SUFFIX = """
 
 
 def scene_description(job: MemoryJob, persona_name: str) -> str:
-    where = f"群聊「{job.place_zh}」" if job.chat_type == "group" else job.place_zh
-    return f"{where}；{persona_name}与{job.user_name}的交流"
+    where = f"群聊{quoted(job.place_zh)}" if job.chat_type == "group" else quoted(job.place_zh)
+    return f"{where}；{persona_name}与{quoted(job.user_name)}的交流"
 
 
 def render_rewrite_prompt(state: MemoryState) -> str:
@@ -61,7 +61,9 @@ def render_rewrite_prompt(state: MemoryState) -> str:
     parts = []
     if job.action_summary:
         parts.append(
-            ACTION_LINE.format(persona=persona, user=job.user_name, text=quoted(job.action_summary))
+            ACTION_LINE.format(
+                persona=persona, user=quoted(job.user_name), text=quoted(job.action_summary)
+            )
         )
     if job.new_info:
         label = info_label(job.new_info_by, job.user_name, persona)
@@ -78,11 +80,11 @@ def render_rewrite_prompt(state: MemoryState) -> str:
     if state.get("reasons"):
         prompt += RETRY_SUFFIX.format(
             previous=quoted(state.get("text", "")),
-            reasons="；".join(state["reasons"]),
-            left=f"其中仍残留这些词：{'、'.join(state['offending'])}。"
+            reasons="；".join(map(quoted, state["reasons"])),  # they name people and words
+            left=f"其中仍残留这些词：{'、'.join(map(quoted, state['offending']))}。"
             if state.get("offending")
             else "",
-            names=f"写出{'、'.join(needed)}的名字，"
+            names=f"写出{'、'.join(map(quoted, needed))}的名字，"
             if (needed := required_names(job, persona))
             else "",
         )

@@ -22,7 +22,9 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
 
     SQLite: WAL (readers never wait for the writer), a busy timeout (writers queue instead
     of failing), foreign keys on. PostgreSQL: psycopg 3, pre-ping for long-lived workers.
+    Errors and logs never carry a statement's parameters (they are what people said).
     """
+    kwargs.setdefault("hide_parameters", True)
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
         if parsed.database and parsed.database != ":memory:":

@@ -326,3 +326,43 @@ def test_a_refused_message_does_not_block_the_thread(deps: Deps) -> None:
     good = message("好消息")
     assert chat.send(good)["message_id"] == good["message_id"]
     assert pending_ids(chat, good) == [good["message_id"]]
+
+
+class DownSearch:
+    """A real event store whose searches fail ``failures`` times (Chroma unreadable)."""
+
+    def __init__(self, inner: Any, failures: int = 1) -> None:
+        self.inner, self.failures = inner, failures
+
+    def search(self, query: Any) -> Any:
+        if self.failures:
+            self.failures -= 1
+            raise ConnectionError("chroma unavailable")
+        return self.inner.search(query)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_a_message_whose_reply_failed_after_observe_is_answered_when_it_comes_again(
+    deps: Deps,
+) -> None:
+    """As on a server (every step checkpointed): observe stored it, retrieve failed. It is
+    not 'handled' until its run ends, so the next delivery answers and remembers it; only
+    a delivery after that is a duplicate, and gets the same answer back."""
+    from dataclasses import replace
+
+    chat = Chat(replace(deps, events=DownSearch(deps.events)))
+    msg = message("@bot 我下周三去北京出差，记一下", mentions=["bot"])
+    with pytest.raises(ConnectionError):
+        chat.graph.invoke({"message": msg}, chat.config(msg), context=chat.context,
+                          durability="sync")  # fmt: skip
+    assert msg["message_id"] in chat.state(msg)["seen_ids"]  # observed, then it failed
+    out = chat.graph.invoke({"message": msg}, chat.config(msg), context=chat.context,
+                            durability="sync")  # fmt: skip
+    assert out["action"] == "text_reply" and not out.get("duplicate")
+    (job_id,) = out["handed_off"]
+    job = deps.jobs.get(job_id)  # type: ignore[union-attr]
+    assert job is not None and job.payload["new_info"].count("北京出差") == 1  # taken once
+    again = chat.graph.invoke({"message": msg}, chat.config(msg), context=chat.context)
+    assert again["duplicate"] and (again["action"], again["reply"]) == ("text_reply", out["reply"])

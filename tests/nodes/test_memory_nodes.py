@@ -53,8 +53,8 @@ def test_rewrite_llm_sends_the_seed_prompt_and_strips_quotes(deps: Deps) -> None
     assert out["usage"]["nodes"]["rewrite"]["calls"] == 1
     prompt = chat.last_prompt()
     assert "你是一个旁观者（史官）" in prompt and "（2026-11-16T10:05:00+08:00）" in prompt
-    assert "2026年11月16日（星期一）10:05" in prompt and "群聊「技术交流群」" in prompt
-    assert "新信息（小明说的话；“我”指小明）" in prompt and prompt.endswith("改写后的文本：")
+    assert "2026年11月16日（星期一）10:05" in prompt and '群聊"技术交流群"' in prompt
+    assert '新信息（"小明"说的话；“我”指"小明"）' in prompt and prompt.endswith("改写后的文本：")
 
 
 def test_retry_prompt_gives_the_gates_reasons_and_the_names_to_keep(deps: Deps) -> None:
@@ -65,8 +65,8 @@ def test_retry_prompt_gives_the_gates_reasons_and_the_names_to_keep(deps: Deps) 
         "reasons": ["relative words left: 他、明天", "drops the name 小明、default"],
     }
     prompt = render_rewrite_prompt(state)  # type: ignore[arg-type]
-    assert "仍残留这些词：他、明天" in prompt and "drops the name 小明、default" in prompt
-    assert "写出小明、default的名字" in prompt
+    assert '仍残留这些词："他"、"明天"' in prompt and '"drops the name 小明、default"' in prompt
+    assert '写出"小明"、"default"的名字' in prompt
 
 
 CLEAN = (
@@ -185,9 +185,9 @@ def test_new_info_by_says_whose_words_they_are(
     assert rewrite_rules(state, Context(), deps)["text"] == expected  # type: ignore[arg-type]
     prompt = render_rewrite_prompt(state)  # type: ignore[arg-type]
     label = (
-        "小明说的话；“我”指小明"
+        '"小明"说的话；“我”指"小明"'
         if by == "user"
-        else "小爱记下的关于小明的事；“我”指小爱，“你”指小明"
+        else '小爱记下的关于"小明"的事；“我”指小爱，“你”指"小明"'
     )
     assert label in prompt
     assert (
