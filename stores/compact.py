@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy import Engine, text
@@ -28,52 +29,50 @@ TRIES = 10
 
 
 def compact_sqlite(path: Path) -> str:
-    if not path.exists():
-        return "absent"
-    for attempt in range(TRIES):
-        try:
-            conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)
-            try:
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                conn.execute("VACUUM")
-                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            finally:
-                conn.close()
-            return "compacted"
-        except sqlite3.OperationalError as exc:  # busy or locked: another process writes
-            if attempt == TRIES - 1:
-                return f"busy ({exc}): run groupmind compact when it is idle"
-            time.sleep(0.5 * (attempt + 1))
-    return "busy"
+    return _retried(path, _vacuum, "compacted")
 
 
 def purge_chroma(path: Path) -> str:
     """``path``: a persistent Chroma's ``chroma.sqlite3``."""
+    return _retried(path, _purge_log, "log purged, compacted")
+
+
+def _vacuum(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.execute("VACUUM")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _purge_log(conn: sqlite3.Connection) -> None:
+    applied = conn.execute(
+        "SELECT s.collection, m.seq_id FROM max_seq_id m "
+        "JOIN segments s ON s.id = m.segment_id WHERE s.scope = 'METADATA'"
+    ).fetchall()
+    for collection, seq in applied:  # each collection's log is its own topic
+        conn.execute(
+            "UPDATE embeddings_queue SET metadata = NULL WHERE topic LIKE ? "
+            "AND seq_id <= ? AND metadata IS NOT NULL",
+            (f"%/{collection}", seq),
+        )
+    conn.execute(
+        "INSERT INTO embedding_fulltext_search(embedding_fulltext_search) VALUES('optimize')"
+    )
+    _vacuum(conn)
+
+
+def _retried(path: Path, work: Callable[[sqlite3.Connection], None], done: str) -> str:
+    """``work`` on the file, retried while another process holds it; what happened."""
     if not path.exists():
         return "absent"
     for attempt in range(TRIES):
         try:
             conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)
             try:
-                applied = conn.execute(
-                    "SELECT s.collection, m.seq_id FROM max_seq_id m "
-                    "JOIN segments s ON s.id = m.segment_id WHERE s.scope = 'METADATA'"
-                ).fetchall()
-                for collection, seq in applied:  # each collection's log is its own topic
-                    conn.execute(
-                        "UPDATE embeddings_queue SET metadata = NULL WHERE topic LIKE ? "
-                        "AND seq_id <= ? AND metadata IS NOT NULL",
-                        (f"%/{collection}", seq),
-                    )
-                conn.execute(
-                    "INSERT INTO embedding_fulltext_search(embedding_fulltext_search) "
-                    "VALUES('optimize')"
-                )
-                conn.execute("VACUUM")
+                work(conn)
             finally:
                 conn.close()
-            return "log purged, compacted"
-        except sqlite3.OperationalError as exc:
+            return done
+        except sqlite3.OperationalError as exc:  # busy or locked: another process writes
             if attempt == TRIES - 1:
                 return f"busy ({exc}): run groupmind compact when it is idle"
             time.sleep(0.5 * (attempt + 1))

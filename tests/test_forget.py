@@ -184,3 +184,20 @@ def test_a_running_bots_held_vectors_follow_a_forget_from_another_process(
     assert json.loads(done.stdout)["removed"]["events"] == len(xiaoming)
     assert search(bot, G1, "北京 出差 腾讯 生日") == ["10002"]  # the next search follows
     assert not held.held_ids() & xiaoming  # and the held copy no longer has them
+
+
+def test_forget_all_bots_erases_the_person_in_every_bots_data(settings: Settings) -> None:
+    lines = settings.data_dir.parent / "chat.jsonl"
+    lines.write_text("\n".join(json.dumps(m, ensure_ascii=False) for m in chat_history()[:3]))
+    for bot in ("bot", "bot-b"):
+        done = CliRunner().invoke(app, ["--data-dir", str(settings.data_dir), "--bot", bot,
+                                        "replay", str(lines), "--wait-memory"])  # fmt: skip
+        assert done.exit_code == 0, done.output
+    only_b = cli(settings, "--bot", "bot-b", "forget", "--user-id", "10001", "--yes", "--json")
+    assert only_b["removed"]["messages"] == 2  # "@bot" is not bot-b: it did not answer
+    a, b = open_session(settings, bot="bot"), open_session(settings, bot="bot-b")
+    assert search(a, G1, "北京 出差 生日") == ["10001"] and search(b, G1, "北京 出差 生日") == []
+    both = cli(settings, "forget", "--user-id", "10001", "--all-bots", "--yes", "--json")
+    assert set(both["bots"]) == {"bot", "bot-b"}
+    assert both["bots"]["bot"]["removed"]["messages"] == 3  # and bot's answer to them
+    assert search(open_session(settings, bot="bot"), G1, "北京 出差 生日") == []
