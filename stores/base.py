@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Literal, Protocol, runtime_checkable
 
 ChatType = Literal["group", "private"]
@@ -148,7 +149,7 @@ class Said:
     texts: tuple[str, ...] = ()
     message_ids: frozenset[str] = frozenset()
 
-    SNIPPET = 16  # a reply quoting a message quotes its start (the rules quote 40 characters)
+    SHINGLE = 8  # a run of this many characters in common with something they said
 
     def theirs(self, user_id: str | None, user_name: str) -> bool:
         return user_id == self.user_id or (not user_id and user_name in self.names)
@@ -170,9 +171,24 @@ class Said:
                 kept.append(line)
         return kept
 
+    @cached_property
+    def _shingles(self) -> frozenset[str]:
+        runs: set[str] = set()
+        for t in self.texts:
+            if len(t) < self.SHINGLE:
+                runs.update([t] if len(t) >= 4 else [])
+            runs.update(t[i : i + self.SHINGLE] for i in range(len(t) - self.SHINGLE + 1))
+        return frozenset(runs)
+
     def quotes(self, text: str) -> bool:
-        """Whether ``text`` holds one of their messages (the start of it, 4+ characters)."""
-        return any(len(t) >= 4 and t[: self.SNIPPET] in text for t in self.texts)
+        """Whether ``text`` holds something they said: a run of 8 characters in common with
+        one of their messages (a message of 4-7 characters, whole). A reply that quotes
+        them, or repeats what memory made of their words, is caught either way."""
+        k = self.SHINGLE
+        runs = self._shingles
+        return any(text[i : i + k] in runs for i in range(len(text) - k + 1)) or any(
+            len(t) < k and len(t) >= 4 and t in text for t in self.texts
+        )
 
     def answered_in(self, event: EventRecord) -> bool:
         """Whether an event's answered message (its ``context``) is theirs: by its author,

@@ -156,7 +156,7 @@ def test_demo_runs_and_shows_the_memory_at_work(cli: Any) -> None:
         "historian (degraded)",
         "rejected",
         "chat_type: unknown chat type",
-        "关于小明",
+        '关于"小明"',
         "persona xiaoai: 小爱 (also 爱爱)",  # the configured persona, by name
         "谢谢小爱一直听小明说",  # memories name the persona, never its id
     ):

@@ -201,3 +201,24 @@ def test_forget_all_bots_erases_the_person_in_every_bots_data(settings: Settings
     assert set(both["bots"]) == {"bot", "bot-b"}
     assert both["bots"]["bot"]["removed"]["messages"] == 3  # and bot's answer to them
     assert search(open_session(settings, bot="bot"), G1, "北京 出差 生日") == []
+
+
+def test_lines_of_a_forgotten_person_and_lines_quoting_them_are_found() -> None:
+    from stores.base import Said
+
+    said = Said("10001", frozenset({"小明"}), ("@bot 我周末去买冲浪板，还有 QPWM4490", "在吗"))
+    assert said.quotes("小明，我记得：小明周末去买冲浪板，还有 QPWM4490")  # what memory made of it
+    assert said.quotes("收到：“@bot 我周末去买冲浪板”")  # a quote of its start
+    assert not said.quotes("阿强，收到：“我觉得不错”") and not said.quotes("在")
+    lines = [
+        {"user_id": "10001", "user_name": "小明", "content": "@bot 在吗"},
+        {
+            "user_id": "bot",
+            "user_name": "小爱",
+            "content": "小明，我在",
+        },  # the bot's answer to them
+        {"user_id": "10002", "user_name": "阿强", "content": "我觉得不错"},
+        {"user_id": "bot", "user_name": "小爱", "content": "阿强，收到"},
+        {"user_name": "小明", "content": "没有 id 的旧行"},  # theirs by name
+    ]
+    assert [line["content"] for line in said.kept(lines, "bot")] == ["我觉得不错", "阿强，收到"]

@@ -8,7 +8,7 @@ platforms; and the graphs a run gets are built over that bot's own stores
 (``groupmind.server.graphs``), so no input, command or state update reaches another bot's
 data. A reply thread's id (``stream_thread_id``) is its bot's: no other bot may create it
 or run on it. With no bots configured the server is open, as a local ``langgraph dev``
-is, and says so in its log.
+is: it says so in its log, and refuses to listen beyond loopback unless told it may.
 
 Checks come before anything is written: a refused run journals nothing.
 """

@@ -116,7 +116,9 @@ def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
         why = f"already handled (a redelivered message): {done.get('reason', '')}"
         return {**out, **done, "message_id": msg.message_id, "duplicate": True, "reason": why}
     # Taken as context earlier (its own run had not come), or observed by a run that failed
-    # before it ended: not handled, so it is answered now, and kept once in the buffer.
+    # before it ended: not handled, so it is answered now; in the buffer it already is (or
+    # was, and went to memory with it).
+    first_time = msg.message_id not in seen
     persona_id = msg.persona_id
     # The memory graph's variants for jobs this run writes: they travel with each job.
     memory_variants = resolve_all(MEMORY_VARIANTS, ctx, deps)
@@ -155,7 +157,7 @@ def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     if not from_self:
         interest += INTEREST_MENTION * addressed + INTEREST_REPLY_TO_BOT * reply_to_bot
         interest += INTEREST_QUESTION * question + INTEREST_TOPIC * _on_topic(state, stored)
-    if all(p["message_id"] != msg.message_id for p in pending):  # once in the buffer
+    if first_time:
         pending.append(pending_of(msg, deps, from_bot=from_self))
     if thread_id is not None and deps.run_inbox is not None:
         deps.run_inbox.take(

@@ -366,3 +366,18 @@ def test_a_message_whose_reply_failed_after_observe_is_answered_when_it_comes_ag
     assert job is not None and job.payload["new_info"].count("北京出差") == 1  # taken once
     again = chat.graph.invoke({"message": msg}, chat.config(msg), context=chat.context)
     assert again["duplicate"] and (again["action"], again["reply"]) == ("text_reply", out["reply"])
+
+
+def test_a_message_taken_as_context_and_remembered_is_not_remembered_again(deps: Deps) -> None:
+    """Its own run comes after the hand-off that took it to memory: answered, not buffered
+    a second time."""
+    chat = Chat(deps)
+    first = message("第一条：我下个月去杭州")
+    chat.graph.invoke({"message": first}, chat.config(first), context=chat.context,
+                      interrupt_before=["observe"])  # fmt: skip
+    second = chat.send(message("@bot 在吗", mentions=["bot"]))  # takes the first as context
+    assert second["action"] == "text_reply" and second["handed_off"]
+    own = chat.send(first)  # the first's own run, at last
+    assert not own["duplicate"] and first["message_id"] not in pending_ids(chat, first)
+    jobs = deps.jobs.list(limit=100)  # type: ignore[union-attr]
+    assert sum(j.payload["new_info"].count("我下个月去杭州") for j in jobs) == 1
