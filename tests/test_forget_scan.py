@@ -100,7 +100,8 @@ def test_forget_leaves_nothing_on_disk_on_langgraph_dev(tmp_path: Path) -> None:
     runs; once the server has written its storage again, nothing is left."""
     data = tmp_path / "data"
     data.mkdir()
-    for url, _data, _log in start(tmp_path, cwd=data):
+    for url, _data, log in start(tmp_path, cwd=data):
+        assert "outside the data dir" not in log.read_text()
         client = get_sync_client(url=url)
         context = {"variants": {"plan": "rules", "reply": "rules"}}
         for msg in conversation():

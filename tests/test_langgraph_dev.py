@@ -115,6 +115,7 @@ def test_both_graphs_run_through_the_sdk(server: tuple[str, Path, Path]) -> None
     ]
     assert ("rewrite",) in memory_steps and ("embed",) in memory_steps
     assert "this server is OPEN" in log.read_text()  # an open server says so
+    assert "outside the data dir" in log.read_text()  # and where it keeps its own records
 
 
 def test_a_thread_refuses_another_chats_message(server: tuple[str, Path, Path]) -> None:

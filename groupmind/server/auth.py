@@ -21,6 +21,7 @@ import logging
 import sys
 import uuid
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from langgraph_sdk import Auth
@@ -100,7 +101,21 @@ def check_exposure(argv: list[str]) -> None:
     )
 
 
+def check_storage(argv: list[str], cwd: Path) -> None:
+    """`langgraph dev` keeps its own records of threads and runs (``.langgraph_api``) in
+    the directory it runs in: outside the data dir, a forget does not reach them, and
+    another deployment started there sees them (``make serve`` runs in the data dir)."""
+    if "dev" in argv and cwd.resolve() != settings().data_dir.resolve():
+        log.warning(
+            "groupmind: `langgraph dev` keeps its threads and runs in %s/.langgraph_api, "
+            "outside the data dir %s: run it there (make serve does)",
+            cwd,
+            settings().data_dir,
+        )
+
+
 check_exposure(sys.argv)  # the server loads this module as it starts
+check_storage(sys.argv, Path.cwd())
 
 
 def bot_for(key: str | None) -> BotKey | None:
