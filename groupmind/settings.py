@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from nodes.settings import ChatSettings, RankSettings, StructuredMode
 from stores.base import Sharing, check_bot_id, check_key_part
+from stores.hybrid import Fusion
 
 
 class BotKey(BaseModel):
@@ -83,6 +84,13 @@ class Settings(BaseSettings):
 
     timezone: str = "Asia/Shanghai"
     bot_id: str = "bot"
+    bot_name: str = Field(
+        default="小助手",
+        min_length=1,
+        max_length=64,
+        description="what memories and prompts call a persona the personas file does not "
+        "configure (never its id)",
+    )
     default_platform: str = Field(
         default="qq",
         min_length=1,
@@ -170,6 +178,8 @@ class Settings(BaseSettings):
         description="a LangGraph server process runs hand_off's memory jobs itself; false "
         "when separate `groupmind worker` processes do (deploy/)",
     )
+
+    search: Fusion = Fusion()
 
     # Reply graph.
     rank: RankSettings = RankSettings()

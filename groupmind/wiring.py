@@ -200,6 +200,7 @@ def tenant_deps(
             bot=bot,
             held=shared.held,
             pool=shared.pool,
+            fusion=settings.search,
         ),  # fmt: skip
         "profiles": SqlProfileStore(engine, bot=bot),
         "personas": shared.personas,
@@ -215,6 +216,7 @@ def tenant_deps(
         "run_inbox": SqlRunInbox(engine, bot=bot),
         "stickers": shared.stickers,
         "bot_id": bot,
+        "bot_name": settings.bot_name,
         "platforms": frozenset(key.platforms) if key and key.platforms else None,
         "default_persona": key.persona if key else None,
         "rank": settings.rank,

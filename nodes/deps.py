@@ -127,6 +127,7 @@ class Deps:
     # The bot (tenant) these stores belong to, the platforms it may act on (None: any) and
     # the persona it speaks as where a chat has none chosen (None: the personas file's).
     bot_id: str = "bot"
+    bot_name: str = "小助手"  # the display name of a persona the personas file lacks
     platforms: frozenset[str] | None = None
     default_persona: str | None = None
     rank: RankSettings = field(default_factory=RankSettings)
@@ -170,24 +171,26 @@ class Deps:
         return self.personas.persona_for(scope, self.default_persona)
 
     def persona_name(self, persona_id: str) -> str:
-        """The display name; an unconfigured persona is served under its id (one warning)."""
+        """The display name; an unconfigured persona is served under the bot's name
+        (settings ``bot_name``; one warning), never under its id."""
         persona = self.personas.get_persona(persona_id)
         if persona is not None:
             return persona.name
         if persona_id not in _WARNED:
             _WARNED.add(persona_id)
             log.warning(
-                "persona %r is not configured (groupmind persona set %s --name ...): its id "
-                "stands in for its name",
+                "persona %r is not configured (groupmind persona set %s --name ...): it is "
+                "called %r (GROUPMIND_BOT_NAME)",
                 persona_id,
                 persona_id,
+                self.bot_name,
             )
-        return persona_id
+        return self.bot_name
 
     def persona_names(self, persona_id: str) -> list[str]:
         """Every name the persona answers to: its display name and its aliases."""
         persona = self.personas.get_persona(persona_id)
-        return [persona.name, *persona.aliases] if persona else [persona_id]
+        return [persona.name, *persona.aliases] if persona else [self.bot_name, persona_id]
 
 
 def need_chat(deps: Deps) -> BaseChatModel:

@@ -13,12 +13,13 @@ narrowed to the scope's ids from SQL (its metadata filter costs ~60 ms at 200k e
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Protocol
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from stores.base import (
     ChatScope,
@@ -30,12 +31,25 @@ from stores.base import (
     Said,
     ScopeMembers,
 )
+from stores.people import focus_of
 from stores.scope_vectors import ScopeVectors
 
-RRF_K = 10
+DENSE_DEFAULT, LEXICAL_DEFAULT, PERSON_DEFAULT = 0.5, 1.0, 1.0
 ID_LIST_MAX = 20_000  # above this a scope is searched with Chroma's own metadata filter
-DENSE_WEIGHT = 0.5
-LEXICAL_WEIGHT = 1.0
+
+
+class Fusion(BaseModel):
+    """How the two rankings and the question's people are fused (GROUPMIND_SEARCH__DENSE, ...).
+    Each side adds ``weight / (rrf_k + rank + 1)``; a memory of a person the question names
+    (or of the asker, for 我 / I) gets ``person / (rrf_k + 1)``, as if ranked first once more
+    on a side of that weight. Tuned by ``make bench-memory`` (README, "Memory")."""
+
+    model_config = ConfigDict(frozen=True)
+
+    dense: float = Field(default=DENSE_DEFAULT, ge=0)
+    lexical: float = Field(default=LEXICAL_DEFAULT, ge=0)
+    person: float = Field(default=PERSON_DEFAULT, ge=0)
+    rrf_k: int = Field(default=10, ge=1)
 
 
 class DenseSide(EventStore, Protocol):
@@ -65,6 +79,8 @@ class KeywordSide(EventStore, Protocol):
 
     def context_holders(self, target: ForgetTarget, said: Said) -> list[EventRecord]: ...
 
+    def scope_people(self, query: EventQuery, members: ScopeMembers | None) -> dict[str, str]: ...
+
 
 class HybridEventStore:
     """One bot's events (``bot`` names its held scopes). The held vectors and the thread
@@ -77,9 +93,7 @@ class HybridEventStore:
         *,
         bot: str,
         depth: int = 50,
-        rrf_k: int = RRF_K,
-        dense_weight: float = DENSE_WEIGHT,
-        lexical_weight: float = LEXICAL_WEIGHT,
+        fusion: Fusion | None = None,
         max_vectors_held: int = 100_000,
         load_in_background: bool = True,
         held: ScopeVectors | None = None,
@@ -89,8 +103,7 @@ class HybridEventStore:
         self.lexical = lexical
         self.bot = bot
         self.depth = depth
-        self.rrf_k = rrf_k
-        self.weights = (dense_weight, lexical_weight)
+        self.fusion = fusion or Fusion()
         self.held = held or ScopeVectors(
             max_vectors=max_vectors_held, background=load_in_background
         )
@@ -111,10 +124,13 @@ class HybridEventStore:
 
     def search(self, query: EventQuery) -> list[EventHit]:
         wide = replace(query, top_k=max(self.depth, query.top_k))
-        lexical = self._pool.submit(self.lexical.search, wide)
-        # The query's embedding (C, no GIL) runs while SQL lists the scope.
-        embedding = self._pool.submit(self.vector.embed_query, query.text)
+        # The query's embedding (C, no GIL) runs while SQL lists the scope and its people.
+        asker = focus_of(query.text, {}, query.asker_id, query.asker_name)
+        embedding = self._pool.submit(self.vector.embed_query, asker.dense_text)
         members = self.lexical.scope_members(query, ID_LIST_MAX)
+        names = self.lexical.scope_people(query, members) if members is None or members.ids else {}
+        focus = focus_of(query.text, names, query.asker_id, query.asker_name)
+        lexical = self._pool.submit(self.lexical.search, replace(wide, text=focus.lexical_text))
         records: dict[str, EventRecord] = {}
         dense = self._dense(wide, members, embedding.result(), records)
         keyword = lexical.result()
@@ -122,17 +138,28 @@ class HybridEventStore:
             records.setdefault(hit.event.id, hit.event)
         fused: dict[str, float] = defaultdict(float)
         rankings = (dense, [h.event.id for h in keyword])
-        for weight, ranking in zip(self.weights, rankings, strict=True):
+        f = self.fusion
+        for weight, ranking in zip((f.dense, f.lexical), rankings, strict=True):
             for rank, event_id in enumerate(ranking):
-                fused[event_id] += weight / (self.rrf_k + rank + 1)
+                fused[event_id] += weight / (f.rrf_k + rank + 1)
+        if focus.user_ids and f.person:
+            self._fetch(fused, records)
+            lift = f.person / (f.rrf_k + 1)
+            for event_id in fused:
+                event = records.get(event_id)
+                if event is not None and focus.about(event.user_id, event.text):
+                    fused[event_id] += lift
         best = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[: query.top_k]
-        missing = [i for i, _ in best if i not in records]
-        records.update({e.id: e for e in self.lexical.get(missing)})
+        self._fetch([i for i, _ in best], records)
         return [
             EventHit(records[i], score)
             for i, score in best
             if i in records and query.admits(records[i])  # never trust a side blindly
         ]
+
+    def _fetch(self, ids: Iterable[str], records: dict[str, EventRecord]) -> None:
+        missing = [i for i in ids if i not in records]
+        records.update({e.id: e for e in self.lexical.get(missing)})
 
     def _dense(
         self,

@@ -89,6 +89,22 @@ def tokenize_with_offsets(text: str) -> list[tuple[str, int, int]]:
     return [(word, start, end) for word, start, end in jieba.tokenize(text)]
 
 
+NAME_POS = ("nr", "nrt", "nrfg")  # jieba's person-name tags
+PLACE_POS = ("ns",)
+
+
+def tagged(text: str) -> list[tuple[str, str, int]]:
+    """jieba's (word, part-of-speech tag, start offset): nr person names, ns places, nt
+    organisations, ..."""
+    import jieba.posseg  # its HMM tables load on first use: only when needed
+
+    out, at = [], 0
+    for pair in jieba.posseg.cut(text):
+        out.append((pair.word, pair.flag, at))
+        at += len(pair.word)
+    return out
+
+
 _TOPIC_POS = ("n", "nz", "ns", "nt", "nw", "vn", "eng")  # nouns, names of places/orgs, terms
 
 

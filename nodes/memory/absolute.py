@@ -1,9 +1,9 @@
 """The rules historian: rewrite one speaker's text into absolute form, offline.
 
-First person becomes the speaker, second person the addressee, relative dates an absolute
-date computed from the job's own timestamp (in its offset's local time), and here/这里 the
-chat. Third-person pronouns are left alone: resolving them needs a model, and the quality
-gate will flag them.
+First person becomes the speaker, second person the addressee, third person the person
+mentioned last, relative dates an absolute date computed from the job's own timestamp (in
+its offset's local time), and places the place meant (``coref``: the chat only when the
+chat is meant). What the rules cannot resolve is left for the quality gate to flag.
 """
 
 from __future__ import annotations
@@ -13,22 +13,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
+from nodes.memory.coref import Cast, en_place, zh_place, zh_pronoun_edits
 from nodes.memory.lexicon import (
     EN_FIRST,
     EN_FIRST_PLURAL,
-    EN_PLACE,
     EN_SECOND,
     EN_TIME,
     WEEKDAYS,
-    ZH_FIRST,
-    ZH_FIRST_PLURAL,
     ZH_PLACE,
-    ZH_SECOND,
-    ZH_SECOND_PLURAL,
     ZH_TIME,
     _free,
+    en_places,
     protected_spans,
-    zh_pronoun_tokens,
 )
 from stores.text import has_cjk
 
@@ -67,6 +63,12 @@ class Scene:
     place_zh: str
     place_en: str
     names: tuple[str, ...] = field(default_factory=tuple)
+    others: tuple[str, ...] = ()  # the conversation's other speakers, newest first
+    earlier: tuple[str, ...] = ()  # the recent messages' texts, newest first
+
+    def cast(self, chat_place: str) -> Cast:
+        return Cast(self.speaker, self.addressee, chat_place, self.others, self.earlier,
+                    self.names)  # fmt: skip
 
 
 # --- dates --------------------------------------------------------------------------------
@@ -235,18 +237,6 @@ def _en_pronoun(word: str, scene: Scene) -> str:
     return scene.addressee + {"re": " is", "ve": " has", "d": " would", "ll": " will"}.get(tail, "")
 
 
-def _zh_pronoun(pronoun: str, scene: Scene) -> str:
-    if pronoun in ZH_FIRST:
-        return scene.speaker
-    if pronoun in ZH_FIRST_PLURAL:
-        return f"{scene.speaker}等人"
-    if pronoun in ZH_SECOND:
-        return scene.addressee
-    if pronoun in ZH_SECOND_PLURAL:
-        return f"{scene.addressee}等人"
-    return pronoun  # third person: left for the gate
-
-
 def absolutize(text: str, scene: Scene) -> str:
     """Replace every relative word the rules can resolve; leave the rest as written."""
     spans = protected_spans(text, scene.names)
@@ -260,17 +250,18 @@ def absolutize(text: str, scene: Scene) -> str:
         for m in pattern.finditer(text):
             add(m.start(), m.end(), fn(m.group(0)), phrase)
 
+    zh, en = scene.cast(scene.place_zh), scene.cast(scene.place_en)
     each(ZH_TIME, lambda w: zh_time(w, scene.when))
-    each(ZH_PLACE, lambda _: scene.place_zh)
+    for m in ZH_PLACE.finditer(text):
+        add(m.start(), m.end(), zh_place(text, m.start(), m.end(), zh))
     each(EN_TIME, lambda w: en_time(w, scene.when), phrase=True)
-    each(EN_PLACE, lambda _: f"in {scene.place_en}", phrase=True)
+    for m in en_places(text):
+        add(m.start(), m.end(), en_place(text, m.start(), m.group(0), en), True)
     for pattern in (EN_FIRST, EN_FIRST_PLURAL, EN_SECOND):
         each(pattern, lambda w: _en_pronoun(w, scene))
     if has_cjk(text):
-        for start, end, pronoun in zh_pronoun_tokens(text):
-            replacement = _zh_pronoun(pronoun, scene)
-            if replacement != pronoun:
-                add(start, end, replacement)
+        for start, end, replacement in zh_pronoun_edits(text, zh):
+            add(start, end, replacement)
 
     out, cursor = [], 0
     for start, end, replacement, phrase in sorted(edits):

@@ -9,7 +9,7 @@ protected: nothing inside them is flagged or replaced.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -69,13 +69,33 @@ EN_TIME = re.compile(
     r"|just now|right now|recently|lately|the other day|these days|nowadays)\b",
     re.IGNORECASE,
 )
-# "there" as a place, not "there is ..." / "hi there".
-EN_PLACE = re.compile(
-    r"(?<!\bhi )(?<!\bhey )(?<!\bhello )\b(?:here|there)\b"
-    r"(?!['’]s|\s+(?:is|are|was|were|will|would|has|have|had|might|may|must|should|could"
+# "here" / "there" as a place; not "there is ..." opening a clause, nor "hi there". After a
+# noun it is a place even before "is": "the food here is great".
+EN_HERE_THERE = re.compile(r"\b(?:here|there)\b", re.IGNORECASE)
+_EN_GREETED = re.compile(r"\b(?:hi|hey|hello)\s+$", re.IGNORECASE)
+_EN_EXISTENTIAL = re.compile(
+    r"(?:['’]s\b|\s+(?:is|are|was|were|will|would|has|have|had|might|may|must|should|could"
     r"|can|seems?|seemed|used|isn['’]t|aren['’]t|wasn['’]t|weren['’]t|be|been)\b)",
     re.IGNORECASE,
 )
+_EN_CLAUSE_OPEN = re.compile(
+    r"(?:^|[.!?,;:\"“(]|\b(?:and|but|so|because|cause|if|when|that|where|think|guess|know"
+    r"|say|said|oh|well|yes|yeah|no|ok|okay|then|now|look|see|hey|hi|maybe|sure|because)\b)\s*$",
+    re.IGNORECASE,
+)
+
+
+def en_places(text: str) -> Iterator[re.Match[str]]:
+    """Each "here" / "there" that is a place."""
+    for m in EN_HERE_THERE.finditer(text):
+        before = text[: m.start()]
+        if _EN_GREETED.search(before):
+            continue
+        if _EN_EXISTENTIAL.match(text, m.end()) and _EN_CLAUSE_OPEN.search(before):
+            continue
+        yield m
+
+
 EN_FIRST = re.compile(r"\b(?:I(?:['’](?:m|ve|d|ll))?|i|me|my|mine|myself)\b")
 EN_FIRST_PLURAL = re.compile(
     r"\b(?:we(?:['’](?:re|ve|d|ll))?|us|our|ours|ourselves)\b", re.IGNORECASE
@@ -87,12 +107,6 @@ EN_THIRD = re.compile(
     r"\b(?:he|she|him|her|his|hers|himself|herself|they|them|their|theirs|themselves)"
     r"(?:['’](?:s|re|ve|d|ll))?\b",
     re.IGNORECASE,
-)
-_PATTERNS: tuple[tuple[re.Pattern[str], Kind], ...] = (
-    (ZH_TIME, "time"),
-    (EN_TIME, "time"),
-    (ZH_PLACE, "place"),
-    (EN_PLACE, "place"),
 )
 _QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"|「[^」]*」|『[^』]*』|《[^》]*》|‘[^’]*’")
 
@@ -142,14 +156,11 @@ def find_relative(text: str, names: Iterable[str] = ()) -> list[Found]:
         if _free(start, end, spans) and all(end <= f.start or start >= f.end for f in found):
             found.append(Found(start, end, text[start:end], kind))
 
-    for pattern, kind in (
-        (ZH_TIME, "time"),
-        (EN_TIME, "time"),
-        (ZH_PLACE, "place"),
-        (EN_PLACE, "place"),
-    ):
+    for pattern, kind in ((ZH_TIME, "time"), (EN_TIME, "time"), (ZH_PLACE, "place")):
         for m in pattern.finditer(text):
             add(m.start(), m.end(), kind)  # type: ignore[arg-type]
+    for m in en_places(text):
+        add(m.start(), m.end(), "place")
     for pattern in (EN_FIRST, EN_FIRST_PLURAL, EN_SECOND, EN_THIRD):
         for m in pattern.finditer(text):
             add(m.start(), m.end(), "pronoun")

@@ -29,9 +29,10 @@ REWRITE_PROMPT = """你是一个旁观者（史官）。请把下面这段交流
 场景：{scene_desc}
 
 铁律：
-- 消灭所有人称代词（我/你/他），用具体名字替换
+- 消灭所有人称代词（我/你/他），用具体名字替换；"他/她"指最近提到的那个人，"你们"指在场的其他人
+- 同一分句里每个人只写一次名字（再次出现写"自己"或省略）
 - 消灭所有相对时间（今天/明天/下周三/刚才），用具体日期时间替换
-- 消灭所有相对地点（这里），用具体地点替换
+- 消灭所有相对地点（这里/那边），用具体地点替换；只有指这个群时才写群名
 - 合并为一两句话，保持简洁；只输出改写后的文本，不要重复下面的内容
 
 {data_header}
@@ -114,12 +115,9 @@ def addressee(job: MemoryJob, persona_name: str) -> str:
 def rules_parts(job: MemoryJob, persona: str) -> tuple[str, str]:
     """The action (the persona speaking) and the new information (the user speaking, or
     the bot when it wrote it: ``new_info_by``), each in absolute form."""
-    names = (
-        persona,
-        job.user_name,
-        job.chat_name or "",
-        *(m.user_name for m in job.recent_messages),
-    )
+    recent = list(reversed(job.recent_messages))
+    speakers = list(dict.fromkeys(m.user_name for m in recent))
+    names = (persona, job.user_name, job.chat_name or "", *speakers)
     place_en = job.place if job.chat_type == "private" else f"the group chat {job.place}"
     scene = Scene(
         when=job.when,
@@ -128,10 +126,15 @@ def rules_parts(job: MemoryJob, persona: str) -> tuple[str, str]:
         place_zh=job.place_zh,
         place_en=place_en,
         names=names,
+        others=tuple(dict.fromkeys(n for n in (job.user_name, *speakers) if n != persona)),
+        earlier=tuple(m.content for m in recent),
     )
     action = absolutize(job.action_summary, scene)
     if job.new_info_by == "user":
-        scene = replace(scene, speaker=job.user_name, addressee=addressee(job, persona))
+        others = tuple(n for n in speakers if n not in (job.user_name, persona))
+        scene = replace(
+            scene, speaker=job.user_name, addressee=addressee(job, persona), others=others
+        )
     info = absolutize(job.new_info, scene)
     return action, info
 

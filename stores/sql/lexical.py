@@ -29,6 +29,7 @@ from stores.base import (
     Said,
     ScopeMembers,
 )
+from stores.people import name_index
 from stores.sql.covered import covered, mine, tenant
 from stores.sql.schema import EventDocRow, EventTermRow
 from stores.text import terms
@@ -50,6 +51,7 @@ class SqlLexicalIndex:
         self.engine = engine
         self.bot = tenant(bot)
         self._scopes: dict[tuple[ChatScope, str | None], ScopeMembers] = {}
+        self._people: dict[tuple[ChatScope, str | None], tuple[Any, dict[str, str]]] = {}
         self._lock = threading.Lock()
 
     def upsert(self, event: EventRecord) -> None:
@@ -181,6 +183,28 @@ class SqlLexicalIndex:
                     self._scopes.pop(next(iter(self._scopes)))
         return members
 
+    def scope_people(self, query: EventQuery, members: ScopeMembers | None) -> dict[str, str]:
+        """Name form -> user id for everyone whose memories the scope holds (each name a
+        person went by: group cards change), kept while the scope's version holds."""
+        key = (query.scope, query.persona_id)
+        version = members.version if members is not None else None
+        cached = self._people.get(key)
+        if cached is not None and version is not None and cached[0] == version:
+            return cached[1]
+        where = _scope_filters(query.scope, self.bot)
+        if query.persona_id is not None:
+            where.append(EventDocRow.persona_id == query.persona_id)
+        with self.engine.connect() as conn:
+            pairs = conn.execute(
+                select(EventDocRow.user_id, EventDocRow.user_name).where(*where).distinct()
+            ).all()
+        index = name_index((str(uid), str(name)) for uid, name in pairs)
+        with self._lock:
+            self._people[key] = (version, index)
+            while len(self._people) > SCOPE_CACHE_MAX:
+                self._people.pop(next(iter(self._people)))
+        return index
+
     def get(self, ids: Sequence[str]) -> list[EventRecord]:
         if not ids:
             return []
@@ -234,6 +258,7 @@ class SqlLexicalIndex:
                 )
         with self._lock:
             self._scopes.clear()
+            self._people.clear()
         return ids
 
 

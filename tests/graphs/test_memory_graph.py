@@ -16,7 +16,7 @@ from state.context import Context
 from state.validation import InputError
 from stores.base import ChatScope, EventQuery, LearnedProfile, Persona
 from tests.fakes import DownEvents, FakeChat
-from tests.graphs.helpers import job, run
+from tests.graphs.helpers import facts, job, run
 
 
 def with_chat(deps: Deps, chat: FakeChat) -> Deps:
@@ -69,7 +69,7 @@ def test_rules_path_stores_an_absolute_event_and_merges_the_profile(deps: Deps) 
     hits = deps.events.search(scope("小明什么时候去北京"))
     assert hits[0].event.id == "r1" and not hits[0].event.degraded
     rel = deps.profiles.get_relationship("qq", "10001")
-    assert rel is not None and learned(deps).key_facts == [
+    assert rel is not None and facts(learned(deps).key_facts) == [
         {"type": "birthday", "value": "11月23日"}
     ]
     assert rel.relationship_score == 0.01 and rel.relationship_stage == "stranger"
@@ -77,12 +77,10 @@ def test_rules_path_stores_an_absolute_event_and_merges_the_profile(deps: Deps) 
 
 
 def test_gate_loop_taken_then_passes(deps: Deps) -> None:
-    chat = FakeChat(
-        script=["他2026年11月16日帮小明查了高铁", "default2026年11月16日帮小明查了高铁"]
-    )
+    chat = FakeChat(script=["他2026年11月16日帮小明查了高铁", "小助手2026年11月16日帮小明查了高铁"])
     out = run(with_chat(deps, chat), job(new_info=""), variants={"rewrite": "llm"})
     assert out["status"] == "stored" and out["attempts"] == 2
-    assert out["text"] == "default2026年11月16日帮小明查了高铁"
+    assert out["text"] == "小助手2026年11月16日帮小明查了高铁"
     assert "他" in chat.last_prompt() and "仍残留" in chat.last_prompt()
     assert len(chat.prompts) == 2
 
@@ -101,7 +99,7 @@ def test_gate_exhausted_stores_the_least_bad_attempt_degraded(deps: Deps, caplog
 
 
 def test_max_gate_attempts_is_a_per_run_knob(deps: Deps) -> None:
-    chat = FakeChat(script=["他说了", "他又说了", "default帮小明查了高铁，小明11月25日去北京出差"])
+    chat = FakeChat(script=["他说了", "他又说了", "小助手帮小明查了高铁，小明11月25日去北京出差"])
     out = run(with_chat(deps, chat), job(), variants={"rewrite": "llm"}, max_gate_attempts=3)
     assert out["status"] == "stored" and out["attempts"] == 3
 
@@ -135,7 +133,7 @@ def test_llm_merge_is_validated_and_bounded(deps: Deps) -> None:
     assert out["profile"] == "updated"
     rel = deps.profiles.get_relationship("qq", "10001")
     assert rel is not None and rel.relationship_score == 0.03
-    assert learned(deps).key_facts == [{"type": "job", "value": "后端程序员"}]
+    assert facts(learned(deps).key_facts) == [{"type": "job", "value": "后端程序员"}]
     assert learned(deps).impression_text == "小明是个认真的后端程序员。"
     group = deps.profiles.get_group("qq", "1001")
     assert group is not None and group.summary == "技术交流群聊 Python"
@@ -148,7 +146,7 @@ def test_the_merge_reads_only_its_own_chats_profile(deps: Deps) -> None:
     chat = FakeChat(script=[{"impression_text": "x", "affection_change": 0, "user_summary": "s"}])
     run(with_chat(deps, chat), job(), variants=LLM_MERGE)
     dm = ChatScope(platform="qq", chat_type="private", chat_id="10001")
-    assert learned(deps, dm).key_facts == [{"type": "location", "value": "杭州西湖"}]
+    assert facts(learned(deps, dm).key_facts) == [{"type": "location", "value": "杭州西湖"}]
     assert "杭州" not in chat.last_prompt()  # what the private chat learned is not read here
     assert learned(deps).key_facts == []
 
@@ -163,7 +161,7 @@ def test_tool_facts_and_impressions_travel_through_the_graph(deps: Deps) -> None
         ),
     )
     assert out["profile"] == "updated"
-    assert {"type": "pet", "value": "柴犬豆豆"} in learned(deps).key_facts
+    assert {"type": "pet", "value": "柴犬豆豆"} in facts(learned(deps).key_facts)
     assert learned(deps).impression_text.endswith("做事很细心")
 
 
@@ -189,7 +187,7 @@ def test_unknown_or_unavailable_variants_are_named(deps: Deps) -> None:
 
 
 def test_a_failed_step_resumes_there_without_redoing_the_rest(deps: Deps) -> None:
-    chat = FakeChat(script=["default帮小明查了高铁，小明2026年11月25日要去北京出差"])
+    chat = FakeChat(script=["小助手帮小明查了高铁，小明2026年11月25日要去北京出差"])
     flaky = Deps(**{**deps.__dict__, "events": DownEvents(deps.events), "chat": chat})
     graph = build_memory_graph(flaky, checkpointer=InMemorySaver())
     config: Any = {"configurable": {"thread_id": "r1"}}

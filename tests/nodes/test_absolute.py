@@ -66,7 +66,7 @@ def test_chinese_relative_times_become_dates(text: str, expected: str) -> None:
         ("I have a dog, my dog barks", "Caroline has a dog, Caroline's dog barks"),
         ("Did you see it two days ago?", "Did Melanie see it on 14 November 2026?"),
         ("I painted it last week", "Caroline painted it in the week of 9 November 2026"),
-        ("I love it here", "Caroline love it in the group chat Tech"),
+        ("I love it here", "Caroline love it where Caroline is"),
     ],
 )
 def test_english_pronouns_times_and_places(text: str, expected: str) -> None:
@@ -119,3 +119,61 @@ def test_names_are_protected_from_rewrite_and_gate() -> None:
 )
 def test_gate_finds_each_kind(text: str, kinds: list[str]) -> None:
     assert [f.kind for f in find_relative(text)] == kinds
+
+
+# --- many people (issue 15): names once per clause, 他 / 你们 / 这里 / 那边 / "here" --------
+
+FRIENDS = Scene(
+    when=MONDAY,
+    speaker="艾米丽",
+    addressee="罗斯",
+    place_zh="群friends-2",
+    place_en="the group chat Friends",
+    names=("艾米丽", "罗斯", "瑞秋", "小助手"),
+    others=("罗斯", "瑞秋"),
+    earlier=("钱德勒搬到纽约了", "嗯"),  # newest first
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # the issue's "艾米丽的意思是，艾米丽不能，艾米丽是说…"
+        ("我的意思是，我不能，我是说我不想去", "艾米丽的意思是，艾米丽不能，是说自己不想去"),
+        ("我觉得我不行", "艾米丽觉得自己不行"),
+        ("我去了，你没来，我很生气", "艾米丽去了，罗斯没来，艾米丽很生气"),
+        ("你们都来吧", "罗斯和瑞秋都来吧"),  # not "default等人"
+        ("他去哪里了", "钱德勒去哪里了"),  # the person the recent messages mention last
+        ("瑞秋说她明天来", "瑞秋说瑞秋2026年11月17日来"),  # the person named before it
+        ("这里有人会修电脑吗", "群friends-2有人会修电脑吗"),  # the chat is meant
+        ("这里的饭很好吃", "艾米丽所在的地方的饭很好吃"),  # not "<chat name>的饭"
+        ("我这边没问题", "艾米丽没问题"),
+        ("我搬到那边去了", "艾米丽搬到纽约去了"),  # the place mentioned last
+    ],
+)
+def test_many_people_are_named_once_per_clause_and_resolved(text: str, expected: str) -> None:
+    assert absolutize(text, FRIENDS) == expected
+
+
+def test_a_third_person_nobody_mentioned_is_left_for_the_gate() -> None:
+    lonely = Scene(MONDAY, "艾米丽", "罗斯", "群", "the group", names=("艾米丽", "罗斯"))
+    out = absolutize("她们吵架了，那边很冷", lonely)
+    assert out == "她们吵架了，艾米丽提到的地方很冷"
+    assert [f.text for f in find_relative(out, lonely.names)] == ["她们"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("The food here is great", "The food where Caroline is is great"),  # here after a noun
+        ("Is anyone here good at math?", "Is anyone in the group chat Tech good at math?"),
+        ("There is a cat", "There is a cat"),
+        ("Hi there!", "Hi there!"),
+        ("I was there last week", "Caroline was in Boston in the week of 9 November 2026"),
+    ],
+)
+def test_english_here_and_there_are_places_where_they_are_places(text: str, expected: str) -> None:
+    scene = Scene(MONDAY, "Caroline", "Melanie", "群", "the group chat Tech",
+                  names=("Caroline",), earlier=("I moved to Boston in May",))  # fmt: skip
+    assert absolutize(text, scene) == expected
+    assert not [f for f in find_relative(expected, scene.names) if f.kind == "place"]

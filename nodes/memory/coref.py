@@ -1,0 +1,185 @@
+"""Whom a pronoun and where a place word stand for, in one speaker's words among many.
+
+A group chat has many people: 他 is whoever was mentioned last (in the text before it,
+else in the recent messages, newest first), 你们 the other people in the conversation,
+那边 the place mentioned last. Each person is named once per clause: a later 我 in the same
+clause is 自己, and a clause that opens with the person the previous clause opened with
+drops the name (Chinese drops a repeated subject). 这里 is the chat only when the chat is
+what is meant (这里有人…, 本群); otherwise it is where the speaker is. What cannot be
+resolved is left as written: the quality gate flags it, and the job is stored degraded
+with the word named.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from nodes.memory.lexicon import (
+    ZH_FIRST,
+    ZH_FIRST_PLURAL,
+    ZH_SECOND,
+    ZH_SECOND_PLURAL,
+    zh_pronoun_tokens,
+)
+from stores.text import NAME_POS, PLACE_POS, tagged
+
+ZH_THIRD = {"他", "她"}
+ZH_THIRD_PLURAL = {"他们", "她们"}
+CLAUSE_END = "，,；;：:"
+SENTENCE_END = "。！？!?\n…～~"
+OPENERS = " \t\"'“”「」‘’"
+# 这里 means the chat when it is asked about, addressed or talked in: 这里有人…, 这边的各位,
+# 在这里聊过
+ZH_CHAT_MEANT = re.compile(r"(?:有人|有没有|有谁|谁|大家|的人|的各位|各位|群|聊|说|问|发|讨论|提)")
+ZH_HERE = ("这里", "这儿", "这边", "此处")
+EN_CHAT_MEANT = re.compile(
+    r"(?:anyone|anybody|everyone|everybody|people|guys|folks|someone|somebody)\s+$", re.I
+)
+EN_PLACE_NAME = re.compile(r"\b(?:in|at|to|from|near)\s+((?:[A-Z][\w'-]+)(?:\s+[A-Z][\w'-]+)*)")
+EN_NOT_PLACE = re.compile(
+    r"(?:January|February|March|April|May|June|July|August|September|October|November"
+    r"|December|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"
+)
+
+
+@dataclass(frozen=True)
+class Cast:
+    """The people and places around one speaker's words."""
+
+    speaker: str
+    addressee: str
+    chat_place: str  # what 这里 means when the chat is meant
+    others: tuple[str, ...] = ()  # the conversation's other speakers, newest first
+    earlier: tuple[str, ...] = ()  # the recent messages' texts, newest first
+    known: tuple[str, ...] = field(default_factory=tuple)  # names known in the chat
+
+
+def people_in(text: str, known: Iterable[str]) -> list[tuple[int, str]]:
+    """(offset, name) of every person named in ``text``: known names (longest first) and
+    names jieba tags as a person's (nr)."""
+    taken: list[tuple[int, int]] = []
+    found: list[tuple[int, str]] = []
+    for name in sorted({n for n in known if len(n) > 1}, key=len, reverse=True):
+        for m in re.finditer(re.escape(name), text):
+            if all(m.end() <= s or m.start() >= e for s, e in taken):
+                taken.append(m.span())
+                found.append((m.start(), name))
+    for word, flag, start in tagged(text):
+        end = start + len(word)
+        if flag in NAME_POS and len(word) > 1 and all(end <= s or start >= e for s, e in taken):
+            found.append((start, word))
+    return sorted(found)
+
+
+def _mentions(before: str, cast: Cast) -> Iterator[list[str]]:
+    """The people named in the text before the pronoun, then in each recent message, newest
+    first (the speaker excluded: they say 我)."""
+    for text in (before, *cast.earlier):
+        names = [n for _, n in people_in(text, cast.known) if n != cast.speaker]
+        if names:
+            yield list(dict.fromkeys(names))
+
+
+def last_person(before: str, cast: Cast) -> str | None:
+    return next((names[-1] for names in _mentions(before, cast)), None)
+
+
+def last_people(before: str, cast: Cast) -> str | None:
+    return next((join_names(names) for names in _mentions(before, cast) if len(names) > 1), None)
+
+
+def join_names(names: Sequence[str]) -> str:
+    return names[0] if len(names) == 1 else "、".join(names[:-1]) + "和" + names[-1]
+
+
+def last_place_zh(before: str, cast: Cast) -> str | None:
+    for text in (before, *cast.earlier):
+        places = [w for w, flag, _ in tagged(text) if flag in PLACE_POS and len(w) > 1]
+        if places:
+            return places[-1]
+    return None
+
+
+def last_place_en(before: str, cast: Cast) -> str | None:
+    for text in (before, *cast.earlier):
+        if found := [p for p in EN_PLACE_NAME.findall(text) if not EN_NOT_PLACE.match(p)]:
+            return str(found[-1])
+    return None
+
+
+def _who(pronoun: str, before: str, cast: Cast) -> str | None:
+    if pronoun in ZH_FIRST:
+        return cast.speaker
+    if pronoun in ZH_SECOND:
+        return cast.addressee
+    if pronoun in ZH_THIRD:
+        return last_person(before, cast)
+    if pronoun in ZH_FIRST_PLURAL:
+        return f"{cast.speaker}等人"
+    if pronoun in ZH_SECOND_PLURAL:
+        return join_names(cast.others[:3]) if cast.others else cast.addressee
+    if pronoun in ZH_THIRD_PLURAL:
+        return last_people(before, cast)
+    return None  # 它: a thing, left for the gate
+
+
+def zh_pronoun_edits(text: str, cast: Cast) -> list[tuple[int, int, str]]:
+    """(start, end, replacement) for each Chinese pronoun the rules resolve."""
+    edits: list[tuple[int, int, str]] = []
+    clause, cursor, opened_at = 0, 0, 0
+    opener: dict[int, str] = {}  # clause -> the person it opens with (this sentence)
+    for start, end, pronoun in zh_pronoun_tokens(text):
+        for i in range(cursor, start):
+            if text[i] in SENTENCE_END:
+                opener.clear()
+            if text[i] in CLAUSE_END or text[i] in SENTENCE_END:
+                clause, opened_at = clause + 1, i + 1
+        cursor = start
+        who = _who(pronoun, text[:start], cast)
+        if who is None:
+            continue
+        if len(pronoun) > 1 or pronoun in ZH_FIRST_PLURAL:
+            edits.append((start, end, who))
+            continue
+        at_open = not text[opened_at:start].strip(OPENERS)
+        if at_open and opener.get(clause - 1) == who and text[end : end + 1] != "的":
+            replacement = ""  # the same subject goes on: 我去了，我很开心 -> 小明去了，很开心
+        elif opener.get(clause) == who:
+            replacement = "自己"  # 我觉得我不行 -> 小明觉得自己不行
+        else:
+            replacement = who
+        if at_open and text[end : end + 1] != "的":  # 我的… is a topic, not a subject
+            opener[clause] = who
+        edits.append((start, end, replacement))
+    return edits
+
+
+def zh_place(text: str, start: int, end: int, cast: Cast) -> str:
+    """What 这里 / 那边 stand for at text[start:end]."""
+    word, after = text[start:end], text[end : end + 3]
+    if word == "本群" or (word in ZH_HERE and ZH_CHAT_MEANT.match(after)):
+        return cast.chat_place
+    if _after_person(text[:start], cast):
+        return ""  # 我这边没问题 -> 小明没问题: the person is the place
+    if word in ZH_HERE:
+        return f"{cast.speaker}所在的地方"
+    return last_place_zh(text[:start], cast) or f"{cast.speaker}提到的地方"
+
+
+def _after_person(before: str, cast: Cast) -> bool:
+    tail = before.rstrip()
+    if tail[-1:] in {"我", "你", "他", "她", "您", "俺", "咱"} or tail.endswith(("们",)):
+        return True
+    return any(tail.endswith(n) for n in (cast.speaker, cast.addressee, *cast.known) if n)
+
+
+def en_place(text: str, start: int, word: str, cast: Cast) -> str:
+    """What "here" / "there" stand for (a phrase that can stand where it stood)."""
+    if word.lower() == "here":
+        if EN_CHAT_MEANT.search(text[:start]):
+            return f"in {cast.chat_place}"
+        return f"where {cast.speaker} is"
+    place = last_place_en(text[:start], cast)
+    return f"in {place}" if place else f"at the place {cast.speaker} mentioned"

@@ -1,0 +1,81 @@
+"""People in a question: who it is about, and what it asks about them.
+
+"小明最近在玩什么游戏" shares one word with "小明最近入坑了原神": the name. Left in the
+keyword query, the name ties every memory of 小明 and BM25 breaks the tie by length; so a
+name (or the asker's 我 / I / my) is read as a person constraint — their own memories and
+memories that name them are lifted (``HybridEventStore``) — and taken out of the keyword
+query, which keeps the content words. The dense query reads the asker's name where they
+said 我, as the stored memories do (the historian wrote it there).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+ZH_FIRST = re.compile(r"我(?!们)")
+EN_FIRST = re.compile(r"\b(?:I|me|my|mine|myself)\b")
+NAME_PARTS = re.compile(r"[·・•\s]+")
+MIN_NAME_CHARS = 2  # a one-character "name" is too often just a character
+
+
+@dataclass(frozen=True)
+class Focus:
+    """Who a question is about (user ids, and the names that stand for them in texts),
+    and the question as each side should read it."""
+
+    user_ids: frozenset[str] = frozenset()
+    names: tuple[str, ...] = ()
+    lexical_text: str = ""
+    dense_text: str = ""
+    by_name: dict[str, str] = field(default_factory=dict)
+
+    def about(self, user_id: str, text: str) -> bool:
+        return user_id in self.user_ids or any(n in text for n in self.names)
+
+
+def name_forms(name: str) -> list[str]:
+    """A display name and its parts (乔伊·崔比安尼 -> 乔伊, 崔比安尼; Joey Tribbiani -> Joey)."""
+    parts = [p for p in NAME_PARTS.split(name.strip()) if len(p) >= MIN_NAME_CHARS]
+    whole = name.strip()
+    return [whole, *(p for p in parts if p != whole)] if len(whole) >= MIN_NAME_CHARS else parts
+
+
+def name_index(people: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """name form -> user id, for the (user id, display name) pairs of a scope; a form two
+    people share (two 小王) names neither."""
+    index: dict[str, str] = {}
+    shared: set[str] = set()
+    for user_id, name in people:
+        for form in name_forms(name):
+            if index.get(form, user_id) != user_id:
+                shared.add(form)
+            index[form] = user_id
+    return {form: uid for form, uid in index.items() if form not in shared}
+
+
+def focus_of(text: str, names: dict[str, str], asker_id: str | None, asker_name: str) -> Focus:
+    """The people ``text`` names (longest names first; a name inside a longer one is not a
+    second person) plus the asker when they say 我 / I."""
+    found: dict[str, str] = {}
+    lexical = text
+    for form in sorted(names, key=len, reverse=True):
+        if form in lexical:
+            found[form] = names[form]
+            lexical = lexical.replace(form, " ")
+    dense = text
+    first_person = asker_id is not None and (ZH_FIRST.search(text) or EN_FIRST.search(text))
+    if first_person and asker_id is not None:
+        found.update({form: asker_id for form in name_forms(asker_name)} or {"": asker_id})
+        if asker_name:
+            dense = EN_FIRST.sub(asker_name, ZH_FIRST.sub(asker_name, text))
+    ids = frozenset(found.values())
+    every = {form for form, uid in names.items() if uid in ids} | {f for f in found if f}
+    return Focus(
+        user_ids=ids,
+        names=tuple(sorted(every, key=len, reverse=True)),
+        lexical_text=lexical.strip() if lexical.strip() and found else text,
+        dense_text=dense,
+        by_name=found,
+    )

