@@ -29,7 +29,7 @@ from state.validation import (
     parse_timestamp,
     persona_of,
 )
-from stores.base import ChatScope
+from stores.base import KEY_FACT_TYPES, ChatScope
 
 MAX_RECENT_MESSAGES = 50
 MAX_RECENT_CHARS = 500  # each recent message: context for the historian, not memory
@@ -54,8 +54,17 @@ class RecentMessage(BaseModel):
 class KeyFact(BaseModel):
     """seed 000 §2.2: one long-lived fact about a person."""
 
-    type: Literal["birthday", "job", "location", "dream", "family", "pet", "other"]
+    type: str = Field(json_schema_extra={"enum": list(KEY_FACT_TYPES)})
     value: Line = Field(min_length=1, max_length=100)
+
+    @field_validator("type")
+    @classmethod
+    def _known_type(cls, value: str) -> str:
+        if value not in KEY_FACT_TYPES:
+            raise ValueError(
+                f"unknown key fact type {value!r} (one of {', '.join(KEY_FACT_TYPES)})"
+            )
+        return value
 
 
 class MemoryJob(BaseModel):

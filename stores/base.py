@@ -21,7 +21,26 @@ RELATIONSHIP_STAGES: tuple[tuple[float, str], ...] = (
     (0.9, "close_friend"),
     (1.01, "bestie"),
 )
-KEY_FACT_TYPES = ("birthday", "job", "location", "dream", "family", "pet", "other")
+# What a key fact can be, with its name in prompts and summaries (zh, en). Single-valued
+# types hold one value (a later one supersedes it, kept as history); MULTI_FACT_TYPES add up.
+FACT_LABELS: dict[str, tuple[str, str]] = {
+    "age": ("年龄", "age"),
+    "birthday": ("生日", "birthday"),
+    "star_sign": ("星座", "star sign"),
+    "job": ("工作", "job"),
+    "workplace": ("工作单位", "works at"),
+    "school": ("学校", "school"),
+    "location": ("所在地", "lives in"),
+    "hometown": ("家乡", "from"),
+    "partner": ("伴侣", "partner"),
+    "family": ("家庭", "family"),
+    "pet": ("宠物", "pet"),
+    "dream": ("理想", "dream"),
+    "dislike": ("不喜欢", "dislikes"),
+    "other": ("其他", "other"),
+}
+KEY_FACT_TYPES = tuple(FACT_LABELS)
+MULTI_FACT_TYPES = frozenset({"family", "dislike", "other"})
 
 
 def stage_for(score: float) -> str:
@@ -276,6 +295,9 @@ class EventQuery:
     top_k: int = 5
     time_from: float | None = None
     time_to: float | None = None
+    # Who asks: "我" / "my" in the text means them (people-aware ranking; not a filter).
+    asker_id: str | None = None
+    asker_name: str = ""
 
     def __post_init__(self) -> None:
         if not self.platform:
@@ -384,7 +406,8 @@ class LearnedProfile:
     chat_name: str = ""
     user_name: str = ""
     impression_text: str = ""
-    key_facts: list[dict[str, str]] = field(default_factory=list)  # [{"type", "value"}]
+    # [{"type", "value", "source": message id, "by": who said it, "at": day}]
+    key_facts: list[dict[str, str]] = field(default_factory=list)
     preference_keywords: list[str] = field(default_factory=list)
     summary: str = ""
     traits: dict[str, Any] = field(default_factory=dict)
@@ -432,6 +455,8 @@ class ProfileChange:
     relationship: Relationship
     learned: LearnedProfile
     group: GroupProfile | None = None
+    # what the message told about other people in the same chat (小明是医生 -> 小明's)
+    others: tuple[LearnedProfile, ...] = ()
 
 
 class ProfileConflict(Exception):

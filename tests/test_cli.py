@@ -114,15 +114,16 @@ def test_profile_json_with_provenance_and_per_chat_views(cli: Any, tmp_path: Pat
     data = json.loads(cli("profile", "10001", "--json").stdout)
     assert data["relationship"]["relationship_stage"] == "stranger"
     assert "key_facts" not in data["relationship"]  # the relationship carries no content
-    facts = {lp["learned_in"]: lp["key_facts"] for lp in data["learned"]}
-    assert facts == {
-        "qq:group:1001": [{"type": "birthday", "value": "11月23日"}],
-        "qq:private:10001": [{"type": "location", "value": "杭州"}],
+    facts = {lp["learned_in"]: [f"{f['type']}={f['value']}@{f['source']}" for f in lp["key_facts"]]
+             for lp in data["learned"]}  # fmt: skip
+    assert facts == {  # each fact with the message it came from
+        "qq:group:1001": ["birthday=11月23日@a"],
+        "qq:private:10001": ["location=杭州@b"],
     }
     group_view = cli("profile", "10001", "--chat-type", "group", "--chat-id", "1001", "--json")
     seen = json.loads(group_view.stdout)
     assert seen["shown_in"] == "qq:group:1001" and seen["sharing"] == "chat"
-    assert seen["key_facts"] == [{"type": "birthday", "value": "11月23日"}]
+    assert [(f["type"], f["value"]) for f in seen["key_facts"]] == [("birthday", "11月23日")]
     plain = cli("profile", "10001", "--chat-type", "group", "--chat-id", "1001")
     assert "11月23日" in plain.stdout and "杭州" not in plain.stdout
     lark = cli("profile", "10001", "--platform", "lark", "--json")
@@ -153,7 +154,7 @@ def test_demo_runs_and_shows_the_memory_at_work(cli: Any) -> None:
         "wakes the ABSENT chat",
         "CHAT → FOCUSED",
         "我记得：大家早，小明2026年11月25日要去北京出差",  # day 3 recalls day 1
-        "historian (degraded)",
+        "阿强想给小明准备礼物",  # 他 is the person named before it (issue 15)
         "rejected",
         "chat_type: unknown chat type",
         '关于"小明"',

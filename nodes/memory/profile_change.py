@@ -1,19 +1,21 @@
 """What every profile-merge variant shares: the current rows, the merge rules the seeds
-fix (key facts replace older ones of the same type; affection moves by at most ±0.03 per
-job; the stage follows the score bands), and the read-compute-write loop that retries on
-a concurrent write."""
+fix (a key fact supersedes the older one of its type, which stays as history with its
+source; affection moves by at most ±0.03 per job; the stage follows the score bands), and
+the read-compute-write loop that retries on a concurrent write."""
 
 from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 from nodes.deps import Deps
+from nodes.memory.fact_rules import acceptable
 from state.memory import MemoryJob
 from stores.base import (
     KEY_FACT_TYPES,
+    MULTI_FACT_TYPES,
     GroupProfile,
     LearnedProfile,
     ProfileChange,
@@ -26,6 +28,7 @@ MAX_AFFECTION_STEP = 0.03  # seed 000: affection_change within ±0.03 per update
 MAX_IMPRESSION_CHARS = 500  # seed 000: 200-500 characters
 MAX_OTHER_FACTS = 10
 MAX_MERGE_TRIES = 12
+MAX_HISTORY = 30  # superseded facts kept per person and chat
 
 
 class MalformedProfile(ValueError):
@@ -41,24 +44,46 @@ class Current:
     relationship: Relationship | None
     learned: LearnedProfile | None
     group: GroupProfile | None
+    # what this chat learned of the other people the message talks about (by user id)
+    others: dict[str, LearnedProfile | None] = field(default_factory=dict)
 
 
-def merge_key_facts(old: list[dict[str, str]], new: list[dict[str, str]]) -> list[dict[str, str]]:
-    """A new fact replaces the old fact of its type; ``other`` facts accumulate (bounded)."""
+def merge_key_facts(
+    old: list[dict[str, str]],
+    new: list[dict[str, str]],
+    history: list[dict[str, str]] | None = None,
+) -> list[dict[str, str]]:
+    """A new fact of a single-valued type supersedes the old one (appended to ``history``
+    with ``until``, the new fact's time); ``family``/``dislike``/``other`` facts add up
+    (bounded). A value that is a pronoun, a place word or a question's leftover is refused,
+    whichever variant proposed it. Facts keep their provenance keys (``source``: the
+    message, ``by``: who said it, ``at``: when)."""
     merged = [dict(f) for f in old]
     for fact in new:
         kind, value = fact.get("type", "other"), fact.get("value", "").strip()
-        if kind not in KEY_FACT_TYPES or not value:
+        if kind not in KEY_FACT_TYPES or not acceptable(kind, value):
             continue
-        if kind == "other":
-            if all(f["value"] != value for f in merged if f["type"] == "other"):
-                merged.append({"type": "other", "value": value})
-            others = [f for f in merged if f["type"] == "other"]
-            if len(others) > MAX_OTHER_FACTS:
-                merged.remove(others[0])
-        else:
-            merged = [f for f in merged if f["type"] != kind] + [{"type": kind, "value": value}]
+        entry = {**{k: v for k, v in fact.items() if v}, "type": kind, "value": value}
+        same = [f for f in merged if f["type"] == kind]
+        if kind in MULTI_FACT_TYPES:
+            if all(f["value"] != value for f in same):
+                merged.append(entry)
+                if len(same) + 1 > MAX_OTHER_FACTS:
+                    merged.remove(same[0])
+        elif not same or same[-1]["value"] != value:  # the same value again keeps its source
+            for f in same:
+                merged.remove(f)
+                if history is not None:
+                    history.append({**f, "until": entry.get("at", "")})
+            merged.append(entry)
+    if history is not None:
+        del history[:-MAX_HISTORY]
     return merged
+
+
+def provenance(job: MemoryJob) -> dict[str, str]:
+    """Where a fact came from: the message (its request id), its speaker and day."""
+    return {"source": job.request_id, "by": job.user_id, "at": job.when.date().isoformat()}
 
 
 def bounded_score(score: float, change: float) -> float:
@@ -129,10 +154,13 @@ def finish_relationship(rel: Relationship, affection_change: float, ts: float) -
 Compute = Callable[[Current], ProfileChange]
 
 
-def apply_with_retry(deps: Deps, job: MemoryJob, compute: Compute) -> str:
-    """Read, compute, write if nobody wrote meanwhile; else read again. Returns what
-    happened: ``updated``, ``duplicate`` (this request was applied before) or
-    ``skipped: <why>`` (the model's output was malformed)."""
+def apply_with_retry(
+    deps: Deps, job: MemoryJob, compute: Compute, others: Sequence[str] = ()
+) -> str:
+    """Read, compute, write if nobody wrote meanwhile; else read again. ``others``: the
+    user ids of other people the change may write about (their profiles in this chat are
+    read too). Returns what happened: ``updated``, ``duplicate`` (this request was applied
+    before) or ``skipped: <why>`` (the model's output was malformed)."""
     if deps.profiles.was_applied(job.request_id):
         return "duplicate"
     for attempt in range(MAX_MERGE_TRIES):
@@ -144,6 +172,7 @@ def apply_with_retry(deps: Deps, job: MemoryJob, compute: Compute) -> str:
                 if job.chat_type == "group"
                 else None
             ),
+            others={uid: deps.profiles.get_learned(job.scope, uid) for uid in others},
         )
         try:
             change = compute(current)

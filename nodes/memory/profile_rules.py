@@ -1,5 +1,6 @@
-"""The offline profile merge: key facts and preferences by pattern (Chinese and English),
-affection from a few sentiment words, group topics from keywords several people used.
+"""The offline profile merge: key facts and likes by pattern (``fact_rules``: Chinese and
+English, about the speaker and about the people they talk to or name), affection from a
+few sentiment words, group topics from keywords several people used.
 Honest about what it is: pattern matching, not understanding. It writes no impression of
 its own (an impression describes a person, and copying what they said would be
 conversation content); the reply model's ``update_user_impression`` lines are kept.
@@ -8,69 +9,33 @@ conversation content); the reply model's ``update_user_impression`` lines are ke
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
+from nodes.memory.fact_rules import ADDRESSEE, SELF, likes, stated
 from nodes.memory.profile_change import (
     Current,
     base_learned,
     base_relationship,
     finish_relationship,
     merge_key_facts,
+    provenance,
     trim_impression,
     unique,
 )
 from nodes.memory.rewrite import rules_parts
 from state.memory import MemoryJob
 from stores import topics as topic_counts
-from stores.base import GroupProfile, ProfileChange
+from stores.base import FACT_LABELS, GroupProfile, LearnedProfile, ProfileChange
+from stores.people import name_index
 from stores.text import has_cjk, keywords
 
-_STOP = r"[，。,.!！?？;；\n]"
-_V = r"([^，。,.!！?？;；\n]{1,24}?)"  # a short value, up to the next punctuation
-
-FACT_PATTERNS: dict[str, list[re.Pattern[str]]] = {
-    "birthday": [
-        re.compile(r"生日(?:是|在)?\s*((?:\d{1,2}|[一二三四五六七八九十]{1,3})\s*月\s*(?:\d{1,2}|[一二三四五六七八九十]{1,3})\s*[日号])"),
-        re.compile(r"\b(?i:my) birthday is (?:on )?((?:[A-Z][a-z]+ \d{1,2}(?:st|nd|rd|th)?)|(?:\d{1,2}(?:st|nd|rd|th)? (?:of )?[A-Z][a-z]+))"),
-        re.compile(r"\bI was born on ([^,.!?]{3,30})"),
-    ],
-    "job": [
-        re.compile(r"我(?:的工作|的职业)是" + _V + f"(?={_STOP}|$)"),
-        re.compile(r"我是(?:一名|一个|个)?([^，。,.!！?？\s]{0,8}(?:工程师|程序员|老师|教师|医生|护士|设计师|律师|学生|警察|厨师|作家|画家|记者|会计|销售|经理|司机|研究员|博士|运营|产品经理))"),
-        re.compile(r"我(在[^，。,.!！?？\s]{2,16}?(?:工作|上班))"),
-        re.compile(r"\bI work as (?:an? )?([^,.!?]{2,40}?)(?= at |[,.!?]|$)"),
-        re.compile(r"\bI work (?:at|for) ([A-Z][^,.!?]{1,40}?)(?=[,.!?]|$| as )"),
-        re.compile(r"\bI(?:'m| am) an? ((?:[a-z]+ ){0,2}(?:engineer|teacher|developer|programmer|nurse|doctor|designer|student|artist|writer|lawyer|manager|counselor|chef|musician|scientist|accountant))\b"),
-        re.compile(r"\b(?i:my) job is ([^,.!?]{2,40})"),
-    ],
-    "location": [
-        re.compile(r"我(?:住在|生活在|家在|来自|搬到了?|老家(?:是|在))([^，。,.!！?？\s]{2,12}?)(?=" + _STOP + r"|$|了|住|生活|工作)"),
-        re.compile(r"\bI live in ([A-Z][\w ]{1,30}?)(?=[,.!?]|$| and | with | now)"),
-        re.compile(r"\bI(?:'m| am) from ([A-Z][\w ]{1,30}?)(?=[,.!?]|$| and | but )"),
-        re.compile(r"\bI (?:just )?moved to ([A-Z][\w ]{1,30}?)(?=[,.!?]|$| and | last | in | with )"),
-    ],
-    "dream": [
-        re.compile(r"我的(?:梦想|理想|目标)是" + _V + f"(?={_STOP}|$)"),
-        re.compile(r"我(?:以后|将来|一直|很)想(?:成为|当)(?:一名|一个)?" + _V + f"(?={_STOP}|$)"),
-        re.compile(r"\b(?i:my) dream is (?:to )?([^,.!?]{3,60})"),
-        re.compile(r"\bI (?:want|hope|plan) to become (?:an? )?([^,.!?]{2,40})"),
-        re.compile(r"\bI(?:'ve| have) always wanted to ([^,.!?]{3,60})"),
-    ],
-    "family": [
-        re.compile(r"我有(?:一个|个|两个|三个)?(妹妹|弟弟|哥哥|姐姐|女儿|儿子|孩子|老婆|老公|男朋友|女朋友)"),
-        re.compile(r"\bI have (?:a|an|one|two|three|\d) (?:little |older |younger )?(sister|brother|son|daughter|kids?|children|husband|wife|boyfriend|girlfriend)s?\b"),
-        re.compile(r"\b(?i:my) (husband|wife|son|daughter|sister|brother|mom|mother|dad|father|partner)(?:'s name)? is ([A-Z][a-z]+)"),
-    ],
-    "pet": [
-        re.compile(r"我(?:养了|有)(?:一只|一条|只|条|两只)?([^，。,.!！?？\s]{0,6}?(?:猫|狗|兔子|仓鼠|鹦鹉|鱼|龟))(?:，?(?:叫|名叫|名字叫)([^，。,.!！?？\s]{1,8}))?"),
-        re.compile(r"\bI have an? ((?:[a-z]+ )?(?:dog|cat|puppy|kitten|rabbit|hamster|parrot|turtle))(?: named ([A-Z][a-z]+))?"),
-        re.compile(r"\b(?i:my) (dog|cat|puppy|kitten|rabbit|hamster|parrot|turtle)(?:'s name)? is (?:called |named )?([A-Z][a-z]+)"),
-    ],
-}  # fmt: skip
-PREFERENCE = [
-    re.compile(r"我(?:很|特别|超|最|也)?(?:喜欢|爱|热爱)(?!你)([^，。,.!！?？\s的]{1,10})"),
-    re.compile(r"\bI (?:really |also )?(?:love|like|enjoy|adore) ([a-z][a-z ]{2,30}?)(?=[,.!?]|$| and | with | so )"),
-]  # fmt: skip
-ALIAS = [re.compile(r"叫我([^，。,.!！?？\s]{1,8})"), re.compile(r"\bcall me ([A-Z][a-z]+)")]
+ALIAS = [
+    re.compile(r"叫我([^，。,.!！?？\s]{1,8})"),
+    re.compile(
+        r"(?:^|[，。！？,.!?\s])我(?:叫|的名字是|的名字叫)([^，。,.!！?？\s]{2,6}?)(?=[，。,.!！?？\s]|$)"
+    ),
+    re.compile(r"\b(?:call me|[Mm]y name is) ([A-Z][a-z]+)"),
+]
 POSITIVE = re.compile(
     r"谢谢|感谢|喜欢你|爱你|哈哈|开心|太好了|厉害|\b(?:thanks?|thank you|love you|awesome|great|glad)\b",
     re.I,
@@ -78,29 +43,6 @@ POSITIVE = re.compile(
 NEGATIVE = re.compile(
     r"讨厌|滚|烦死|闭嘴|笨蛋|垃圾|\b(?:hate you|stupid|shut up|annoying|idiot)\b", re.I
 )
-FACT_LABELS = {
-    "zh": {"birthday": "生日", "job": "工作", "location": "所在地", "dream": "理想", "family": "家庭", "pet": "宠物", "other": "其他"},
-    "en": {"birthday": "birthday", "job": "job", "location": "lives in", "dream": "dream", "family": "family", "pet": "pet", "other": "other"},
-}  # fmt: skip
-
-
-def extract_facts(text: str) -> list[dict[str, str]]:
-    facts = []
-    for kind, patterns in FACT_PATTERNS.items():
-        for pattern in patterns:
-            if m := pattern.search(text):
-                value = " ".join(g.strip() for g in m.groups() if g).strip()
-                if kind == "family" and pattern.pattern.startswith("我有"):
-                    value = f"有{value}"
-                if kind == "pet" and m.lastindex and m.lastindex > 1 and m.group(2):
-                    value = (
-                        f"{m.group(1)}（{m.group(2)}）"
-                        if has_cjk(value)
-                        else f"{m.group(1)} named {m.group(2)}"
-                    )
-                facts.append({"type": kind, "value": value})
-                break
-    return facts
 
 
 def affection_change(text: str) -> float:
@@ -111,9 +53,10 @@ def affection_change(text: str) -> float:
 
 
 def summarize_user(name: str, facts: list[dict[str, str]], prefs: list[str], zh: bool) -> str:
-    labels = FACT_LABELS["zh" if zh else "en"]
     parts = [
-        f"{labels[f['type']]}：{f['value']}" if zh else f"{labels[f['type']]}: {f['value']}"
+        f"{FACT_LABELS[f['type']][0]}：{f['value']}"
+        if zh
+        else f"{FACT_LABELS[f['type']][1]}: {f['value']}"
         for f in facts
     ]
     if prefs:
@@ -153,14 +96,79 @@ def in_their_words(job: MemoryJob, persona: str) -> str:
     return re.sub(rf"\b{name}\b", "I", re.sub(rf"\b{name}'s\b", "my", text))
 
 
+def people_named(job: MemoryJob) -> dict[str, str]:
+    """Name form -> user id of the people in the conversation (the speaker included)."""
+    pairs = [(m.user_id, m.user_name) for m in job.recent_messages if m.user_id]
+    return name_index([*pairs, (job.user_id, job.user_name)])
+
+
+def addressee_id(job: MemoryJob) -> str | None:
+    """Whom the speaker's 你 means: the last other person who spoke (None: the bot)."""
+    for m in reversed(job.recent_messages):
+        if m.user_id and m.user_id != job.user_id:
+            return m.user_id
+    return None
+
+
+def told(job: MemoryJob, info: str) -> dict[str, list[dict[str, str]]]:
+    """The facts ``info`` states, by the user id they are about, with their provenance."""
+    names = people_named(job)
+    by_user: dict[str, list[dict[str, str]]] = {}
+    for fact in stated(info, tuple(names)):
+        if fact.subject == SELF:
+            uid: str | None = job.user_id
+        elif fact.subject == ADDRESSEE:
+            uid = addressee_id(job) if job.new_info_by == "user" else None
+        else:
+            uid = names.get(fact.subject)
+        if uid is not None:
+            entry = {"type": fact.type, "value": fact.value, **provenance(job)}
+            by_user.setdefault(uid, []).append(entry)
+    return by_user
+
+
+def others_told(job: MemoryJob) -> list[str]:
+    """The other people whose profiles the rules merge may write (read before it runs)."""
+    return [
+        uid
+        for uid in told(job, job.new_info if job.new_info_by == "user" else "")
+        if uid != job.user_id
+    ]
+
+
+def learn(learned: LearnedProfile, facts: list[dict[str, str]], prefs: list[str]) -> None:
+    """Fold facts and likes into a chat's profile of someone: superseded values go to the
+    profile's history; the summary and traits follow."""
+    history = list(learned.traits.get("history", []))
+    learned.key_facts = merge_key_facts(learned.key_facts, facts, history)
+    learned.preference_keywords = unique([*learned.preference_keywords, *prefs], 20)
+    zh = any(has_cjk(f["value"]) for f in learned.key_facts) or has_cjk(learned.user_name)
+    learned.summary = summarize_user(
+        learned.user_name, learned.key_facts, learned.preference_keywords, zh
+    )
+    learned.traits = {
+        **learned.traits,
+        "key_facts": {f["type"]: f["value"] for f in learned.key_facts},
+        "preferences": learned.preference_keywords,
+        "history": history,
+    }
+
+
 def rules_change(job: MemoryJob, current: Current, persona: str = "") -> ProfileChange:
     info, ts = in_their_words(job, persona or job.persona_id), job.when.timestamp()
     rel = base_relationship(job, current.relationship)
     learned = base_learned(job, current.learned)
-    told = [f.model_dump() for f in job.key_facts]  # from the reply model's tools: as given
-    learned.key_facts = merge_key_facts(learned.key_facts, [*extract_facts(info), *told])
-    prefs = [m.group(1).strip() for p in PREFERENCE for m in p.finditer(info)]
-    learned.preference_keywords = unique([*learned.preference_keywords, *prefs], 20)
+    about = told(job, info)
+    tool = [{**f.model_dump(), **provenance(job)} for f in job.key_facts]  # the reply model's
+    learn(learned, [*about.pop(job.user_id, []), *tool], likes(info))
+    others = []
+    names = {uid: name for name, uid in people_named(job).items()}
+    for uid, facts in about.items():
+        if uid not in current.others:
+            continue  # not read before this merge: never written blind
+        other = other_learned(job, uid, names.get(uid, uid), current.others[uid])
+        learn(other, facts, [])
+        others.append(other)
     aliases = [m.group(1) for p in ALIAS for m in p.finditer(info)]
     rel.aliases = [a for a in unique([*rel.aliases, *aliases], 20) if a != job.user_name]
     if job.impression_update:
@@ -169,18 +177,32 @@ def rules_change(job: MemoryJob, current: Current, persona: str = "") -> Profile
             f"{learned.impression_text}\n[{day}] {job.impression_update}".strip()
         )
     rel = finish_relationship(rel, affection_change(info), ts)
-    zh = has_cjk(info) or has_cjk(job.user_name)
-    learned.summary = summarize_user(
-        job.user_name, learned.key_facts, learned.preference_keywords, zh
-    )
-    learned.traits = {
-        "key_facts": {f["type"]: f["value"] for f in learned.key_facts},
-        "preferences": learned.preference_keywords,
-    }
     from_tool = bool(job.key_facts or job.impression_update)  # the model's words, not theirs
     group = (
         group_profile(job, current.group, info)
         if job.chat_type == "group" and not from_tool
         else None
     )
-    return ProfileChange(request_id=job.request_id, relationship=rel, learned=learned, group=group)
+    return ProfileChange(
+        request_id=job.request_id,
+        relationship=rel,
+        learned=learned,
+        group=group,
+        others=tuple(others),
+    )
+
+
+def other_learned(
+    job: MemoryJob, user_id: str, name: str, current: LearnedProfile | None
+) -> LearnedProfile:
+    """This chat's profile of someone the message talks about (a copy to change)."""
+    if current is not None:
+        return replace(current, key_facts=list(current.key_facts), traits=dict(current.traits))
+    return LearnedProfile(
+        platform=job.platform,
+        user_id=user_id,
+        chat_type=job.chat_type,
+        chat_id=job.scope_chat_id,
+        chat_name=job.chat_name or "",
+        user_name=name,
+    )

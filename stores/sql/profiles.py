@@ -162,33 +162,8 @@ class SqlProfileStore:
                         "updated_at": now,
                     },
                 )
-                _write(
-                    conn,
-                    LearnedProfileRow,
-                    (
-                        mine(LearnedProfileRow, self.bot),
-                        LearnedProfileRow.platform == learned.platform,
-                        LearnedProfileRow.user_id == learned.user_id,
-                        LearnedProfileRow.chat_type == learned.chat_type,
-                        LearnedProfileRow.chat_id == learned.chat_id,
-                    ),
-                    learned.version,
-                    {
-                        "bot_id": self.bot,
-                        "platform": learned.platform,
-                        "user_id": learned.user_id,
-                        "chat_type": learned.chat_type,
-                        "chat_id": learned.chat_id,
-                        "chat_name": learned.chat_name,
-                        "user_name": learned.user_name,
-                        "impression_text": learned.impression_text,
-                        "key_facts": learned.key_facts,
-                        "preference_keywords": learned.preference_keywords,
-                        "summary": learned.summary,
-                        "traits": learned.traits,
-                        "updated_at": now,
-                    },
-                )
+                for one in (learned, *change.others):
+                    self._write_learned(conn, one, now)
                 if group is not None:
                     _write(
                         conn,
@@ -215,6 +190,35 @@ class SqlProfileStore:
             raise ProfileConflict(f"user {rel.user_id}: created concurrently") from None
         return True
 
+    def _write_learned(self, conn: Any, one: LearnedProfile, now: float) -> None:
+        _write(
+            conn,
+            LearnedProfileRow,
+            (
+                mine(LearnedProfileRow, self.bot),
+                LearnedProfileRow.platform == one.platform,
+                LearnedProfileRow.user_id == one.user_id,
+                LearnedProfileRow.chat_type == one.chat_type,
+                LearnedProfileRow.chat_id == one.chat_id,
+            ),
+            one.version,
+            {
+                "bot_id": self.bot,
+                "platform": one.platform,
+                "user_id": one.user_id,
+                "chat_type": one.chat_type,
+                "chat_id": one.chat_id,
+                "chat_name": one.chat_name,
+                "user_name": one.user_name,
+                "impression_text": one.impression_text,
+                "key_facts": one.key_facts,
+                "preference_keywords": one.preference_keywords,
+                "summary": one.summary,
+                "traits": one.traits,
+                "updated_at": now,
+            },
+        )
+
     def forget(self, target: ForgetTarget) -> dict[str, int]:
         """A person everywhere: their relationship, every chat's profile of them and the old
         unscoped content. A person in one chat: that chat's profile of them. A chat: what
@@ -224,6 +228,7 @@ class SqlProfileStore:
         with self.engine.begin() as conn:
             if target.user_id is not None:
                 removed["group_profiles_rebuilt"] = self._rebuild_groups(conn, target)
+                removed["facts_they_told_removed"] = self._scrub_told(conn, target)
             removed["learned_profiles"] = conn.execute(
                 delete(LearnedProfileRow).where(*learned)
             ).rowcount
@@ -261,6 +266,38 @@ class SqlProfileStore:
                     if chat.chat_type == "group"
                     else 0
                 )
+        return removed
+
+    def _scrub_told(self, conn: Any, target: ForgetTarget) -> int:
+        """What the person said about others (小明是医生, said by them, is in 小明's profile,
+        ``by`` them): taken out, with its history; the summary that may quote it is cleared
+        (the next merge writes it again)."""
+        where = [mine(LearnedProfileRow, self.bot), LearnedProfileRow.platform == target.platform,
+                 LearnedProfileRow.user_id != target.user_id]  # fmt: skip
+        if target.chat is not None:
+            where += [LearnedProfileRow.chat_type == target.chat.chat_type,
+                      LearnedProfileRow.chat_id == target.chat.chat_id]  # fmt: skip
+        removed = 0
+        for row in conn.execute(select(LearnedProfileRow).where(*where)).all():
+            facts = [f for f in row.key_facts or [] if f.get("by") != target.user_id]
+            traits = dict(row.traits or {})
+            history = [f for f in traits.get("history", []) if f.get("by") != target.user_id]
+            gone = len(row.key_facts or []) - len(facts)
+            if not gone and len(history) == len(traits.get("history", [])):
+                continue
+            removed += gone
+            traits["history"] = history
+            traits.pop("key_facts", None)
+            conn.execute(
+                update(LearnedProfileRow)
+                .where(
+                    *where,
+                    LearnedProfileRow.user_id == row.user_id,
+                    LearnedProfileRow.chat_type == row.chat_type,
+                    LearnedProfileRow.chat_id == row.chat_id,
+                )  # fmt: skip
+                .values(key_facts=facts, traits=traits, summary="", version=row.version + 1)
+            )
         return removed
 
     def _rebuild_groups(self, conn: Any, target: ForgetTarget) -> int:

@@ -39,3 +39,8 @@ def run(
     graph = build_memory_graph(deps, checkpointer=saver or InMemorySaver())
     config: Any = {"configurable": {"thread_id": thread}}
     return graph.invoke(payload, config, context=Context(**context), durability="sync")  # type: ignore[return-value]
+
+
+def facts(key_facts: list[dict[str, str]]) -> list[dict[str, str]]:
+    """Key facts without their provenance (source, by, at), for comparing values."""
+    return [{"type": f["type"], "value": f["value"]} for f in key_facts]

@@ -17,6 +17,7 @@ from nodes.deps import Deps
 from nodes.reply.tools import DATA_NOTE
 from stores.base import ChatScope, EventRecord
 from tests.fakes import FakeChat
+from tests.graphs.helpers import facts
 from tests.graphs.reply_helpers import Chat, message
 
 SECRET = "群一的秘密：下周三发布 v2.0"
@@ -164,7 +165,9 @@ def test_tool_writes_are_applied_once_into_this_chats_profile(deps: Deps) -> Non
     assert len([j for j in deps.jobs.list() if j.request_id.startswith("tool-")]) == 3  # type: ignore[union-attr]
     drain(deps)
     learned = deps.profiles.get_learned(B, "20001")
-    assert learned is not None and learned.key_facts == [{"type": "birthday", "value": "3月9日"}]
+    assert learned is not None and facts(learned.key_facts) == [
+        {"type": "birthday", "value": "3月9日"}
+    ]
     assert learned.impression_text.count("做事很细心") == 1  # applied once
     elsewhere = ChatScope(platform="qq", chat_type="group", chat_id="C")
     assert deps.profiles.get_learned(elsewhere, "20001") is None

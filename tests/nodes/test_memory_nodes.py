@@ -15,9 +15,9 @@ from nodes.memory.quality_gate import quality_gate, route_after_gate
 from nodes.memory.rewrite import render_rewrite_prompt, rewrite_llm, rewrite_rules
 from state.context import Context
 from state.validation import InputError
-from stores.base import ChatScope, Persona
+from stores.base import ChatScope, ForgetTarget, Persona
 from tests.fakes import FakeChat
-from tests.graphs.helpers import job
+from tests.graphs.helpers import facts, job
 
 
 def state_for(deps: Deps, **changes: Any) -> dict[str, Any]:
@@ -62,16 +62,15 @@ def test_retry_prompt_gives_the_gates_reasons_and_the_names_to_keep(deps: Deps) 
         **state_for(deps),
         "text": "他明天到",
         "offending": ["他", "明天"],
-        "reasons": ["relative words left: 他、明天", "drops the name 小明、default"],
+        "reasons": ["relative words left: 他、明天", "drops the name 小明、小助手"],
     }
     prompt = render_rewrite_prompt(state)  # type: ignore[arg-type]
-    assert '仍残留这些词："他"、"明天"' in prompt and '"drops the name 小明、default"' in prompt
-    assert '写出"小明"、"default"的名字' in prompt
+    assert '仍残留这些词："他"、"明天"' in prompt and '"drops the name 小明、小助手"' in prompt
+    # No personas file: the persona is named by the bot's display name, never its id.
+    assert '写出"小明"、"小助手"的名字' in prompt and '"default"的名字' not in prompt
 
 
-CLEAN = (
-    "default帮小明查了2026年11月17日去北京的高铁；小明2026年11月25日要去北京出差，生日是11月23日"
-)
+CLEAN = "小助手帮小明查了2026年11月17日去北京的高铁；小明2026年11月25日要去北京出差，生日是11月23日"
 
 
 def test_quality_gate_passes_loops_and_degrades(deps: Deps) -> None:
@@ -80,7 +79,7 @@ def test_quality_gate_passes_loops_and_degrades(deps: Deps) -> None:
     assert clean["reasons"] == [] and route_after_gate({**base, **clean}) == "embed"  # type: ignore[typeddict-item]
     again = quality_gate({**base, "text": "他明天去", "attempts": 1}, Context(), deps)  # type: ignore[arg-type]
     assert again["offending"] == ["他", "明天"]
-    assert "drops the name 小明、default" in again["reasons"]
+    assert "drops the name 小明、小助手" in again["reasons"]
     assert route_after_gate({**base, **again}) == "rewrite"  # type: ignore[typeddict-item]
     done = quality_gate({**base, **again, "attempts": 2}, Context(), deps)  # type: ignore[arg-type]
     # the model's attempts failed; the offline rules rewrite passes, so it is stored
@@ -144,7 +143,13 @@ def test_merge_rules_replaces_a_fact_of_the_same_type(deps: Deps) -> None:
     learned = deps.profiles.get_learned(
         ChatScope(platform="qq", chat_type="group", chat_id="1001"), "10001"
     )
-    assert learned is not None and learned.key_facts == [{"type": "location", "value": "杭州"}]
+    assert learned is not None and facts(learned.key_facts) == [
+        {"type": "location", "value": "杭州"}
+    ]
+    assert learned.key_facts[0]["source"] == "r2" and learned.key_facts[0]["by"] == "10001"
+    # the old value stays as history, with its source and when it stopped holding
+    (old,) = learned.traits["history"]
+    assert (old["value"], old["source"], old["until"]) == ("上海", "r1", "2026-11-16")
     assert rel is not None and rel.relationship_score == 0.02
     assert "所在地：杭州" in learned.summary
 
@@ -204,5 +209,39 @@ def test_the_rules_merge_reads_the_bots_notes_as_about_the_user(deps: Deps) -> N
         ChatScope(platform="qq", chat_type="group", chat_id="1001"), "10001"
     )
     assert learned is not None
-    assert {"type": "birthday", "value": "3月8日"} in learned.key_facts
-    assert {"type": "job", "value": "在腾讯工作"} in learned.key_facts
+    assert {"type": "birthday", "value": "3月8日"} in facts(learned.key_facts)
+    assert {"type": "workplace", "value": "腾讯"} in facts(learned.key_facts)
+
+
+def test_what_someone_says_about_others_lands_in_their_profile_here(deps: Deps) -> None:
+    scope = ChatScope(platform="qq", chat_type="group", chat_id="1001")
+    recent = [
+        {"user_id": "10002", "user_name": "小红", "content": "我刚下班"},
+        {"user_id": "10003", "user_name": "阿强", "content": "大家好"},
+    ]
+    said = state_for(
+        deps, action_summary="", new_info="你是厨师吧，小红是医生", recent_messages=recent
+    )
+    assert merge_profile_rules(said, Context(), deps) == {"profile": "updated"}  # type: ignore[arg-type]
+    qiang, hong = (
+        deps.profiles.get_learned(scope, "10003"),
+        deps.profiles.get_learned(scope, "10002"),
+    )
+    assert qiang is not None and facts(qiang.key_facts) == [{"type": "job", "value": "厨师"}]
+    assert hong is not None and facts(hong.key_facts) == [{"type": "job", "value": "医生"}]
+    assert hong.key_facts[0]["by"] == "10001" and hong.key_facts[0]["source"] == "r1"
+    other_chat = ChatScope(platform="qq", chat_type="group", chat_id="2002")
+    assert deps.profiles.get_learned(other_chat, "10002") is None  # only this chat learned it
+    # the teller forgotten: what they told about others goes with them
+    removed = deps.profiles.forget(ForgetTarget(platform="qq", user_id="10001"))
+    assert removed["facts_they_told_removed"] == 2
+    hong = deps.profiles.get_learned(scope, "10002")
+    assert hong is not None and hong.key_facts == [] and "医生" not in str(hong.traits)
+
+
+def test_pronoun_and_place_values_from_a_model_are_refused_too(deps: Deps) -> None:
+    from nodes.memory.profile_change import merge_key_facts
+
+    proposed = [{"type": "location", "value": "那个地方"}, {"type": "partner", "value": "她"},
+                {"type": "job", "value": "厨师"}]  # fmt: skip
+    assert merge_key_facts([], proposed) == [{"type": "job", "value": "厨师"}]

@@ -1,0 +1,91 @@
+"""Key facts from what people say about themselves and about each other (issue 15)."""
+
+from __future__ import annotations
+
+import pytest
+
+from nodes.memory.fact_rules import ADDRESSEE, SELF, Stated, acceptable, likes, stated
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("我今年25岁", [("age", "25岁")]),
+        ("我20多岁了", [("age", "20多岁")]),
+        ("我是巨蟹座的", [("star_sign", "巨蟹座")]),
+        ("我的生日是3月8日", [("birthday", "3月8日")]),
+        ("我是一名厨师，在北京工作", [("job", "厨师"), ("workplace", "北京")]),
+        ("我在一家餐馆当服务员", [("job", "服务员"), ("workplace", "餐馆")]),
+        ("我是银行出纳员", [("job", "银行出纳员")]),
+        ("我在腾讯上班", [("workplace", "腾讯")]),
+        ("我今年读大二", [("school", "大二")]),
+        ("我住在上海，老家是湖南", [("location", "上海"), ("hometown", "湖南")]),
+        ("我叫小明，青岛人", []),  # the name is an alias (profile_rules); 青岛人 has no 是
+        ("我是北京人", [("hometown", "北京")]),
+        ("我男朋友是罗斯", [("partner", "罗斯")]),
+        ("我有孩子，还有一条狗", [("family", "有孩子"), ("pet", "狗")]),
+        ("我有一只叫巴爷的德国牧羊犬", [("pet", "德国牧羊犬（巴爷）")]),
+        ("我害怕蝎子", [("dislike", "蝎子")]),
+        # the first value of a message stands: the second clause is the same company
+        ("我在IT部门工作，在同一家公司工作了15年", [("workplace", "IT部门")]),
+        ("I am 25 years old", [("age", "25")]),
+        ("I work at Google as a designer", [("workplace", "Google")]),
+        ("My wife is Carol", [("partner", "Carol")]),
+        ("I live in Boston now", [("location", "Boston")]),
+        ("I'm a Leo", [("star_sign", "Leo")]),
+    ],
+)
+def test_self_statements_fill_slots(text: str, expected: list[tuple[str, str]]) -> None:
+    assert [(s.type, s.value) for s in stated(text) if s.subject == SELF] == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我不是医生",  # negated
+        "你是医生吗？",  # a question
+        "我住在那边",  # a place word is not a place
+        "我住在这里",
+        "他是厨师",  # 他 is nobody the rules know: no subject, no fact
+        "这里景色很美",
+        "I'm not sure",
+    ],
+)
+def test_questions_negations_pronouns_and_place_words_state_nothing(text: str) -> None:
+    assert stated(text, ("小明",)) == []
+
+
+def test_what_others_say_is_credited_to_the_person_meant() -> None:
+    # the issue's cases: 你是厨师 -> the person addressed; 小明是医生 -> 小明
+    assert stated("你是厨师吧") == [Stated(ADDRESSEE, "job", "厨师")]
+    assert stated("小明是医生，住在杭州", ("小明", "小红")) == [
+        Stated("小明", "job", "医生"),
+        Stated("小明", "location", "杭州"),
+    ]
+    assert stated("You're a nurse") == [Stated(ADDRESSEE, "job", "nurse")]
+
+
+@pytest.mark.parametrize(
+    ("kind", "value", "ok"),
+    [
+        ("location", "她", False),
+        ("location", "那个地方", False),
+        ("location", "一起", False),
+        ("location", "杭州", True),
+        ("location", "好厨师", False),  # jieba: not a place
+        ("job", "好厨师", True),
+        ("like", "你", False),
+    ],
+)
+def test_values_that_are_pronouns_or_place_words_are_refused(
+    kind: str, value: str, ok: bool
+) -> None:
+    assert acceptable(kind, value) is ok
+
+
+def test_likes_are_the_speakers_own() -> None:
+    assert likes("我超级爱吃肉") == ["吃肉"]
+    assert likes("我最喜欢的颜色是灰色") == ["灰色"]
+    assert likes("我喜欢传统风格的绘画") == ["传统风格的绘画"]
+    assert likes("你喜欢什么？我喜欢你") == []
+    assert likes("I really love hiking and swimming") == ["hiking"]
