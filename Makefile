@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint serve deploy-venv model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model clean
+.PHONY: setup demo test lint serve deploy-venv model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory clean
 
 $(UV):
 	$(PY) -m venv .tools
@@ -82,3 +82,6 @@ model-serve: model
 
 bench-model: setup model
 	$(BIN)/python -m benchmarks.model $(ARGS)
+
+bench-memory: setup
+	$(BIN)/python -m benchmarks.memory $(ARGS)

@@ -50,7 +50,7 @@ def turn_text(turn: dict[str, Any]) -> str:
     return f"{turn['text']} [shares {caption}]" if caption else turn["text"]
 
 
-def conversation_jobs(conv: dict[str, Any], tz: Any) -> list[dict[str, Any]]:
+def conversation_jobs(conv: dict[str, Any], tz: Any, neighbours: int = 3) -> list[dict[str, Any]]:
     c, sample = conv["conversation"], conv["sample_id"]
     names = f"{c['speaker_a']} & {c['speaker_b']}"
     sessions = sorted((k for k in c if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k[8:]))
@@ -65,7 +65,7 @@ def conversation_jobs(conv: dict[str, Any], tz: Any) -> list[dict[str, Any]]:
                     "user_id": t["speaker"].lower(),
                     "content": turn_text(t),
                 }
-                for t in turns[max(0, i - 3) : i]
+                for t in (turns[max(0, i - neighbours) : i] if neighbours else [])
             ]
             jobs.append(
                 {
@@ -100,6 +100,9 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="first N conversations only")
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
     parser.add_argument("--search-only", action="store_true", help="reuse --work-dir's ingest")
+    parser.add_argument(
+        "--recent", type=int, default=3, help="turns before each one passed as recent_messages"
+    )
     args = parser.parse_args()
     if not args.data.exists():
         raise SystemExit(
@@ -116,7 +119,7 @@ def main() -> None:
         f"variants: {dict(session.worker.context.variants)} · store: hybrid (Chroma e5 + SQL BM25)"
     )
 
-    jobs = [j for conv in data for j in conversation_jobs(conv, settings.tz)]
+    jobs = [j for conv in data for j in conversation_jobs(conv, settings.tz, args.recent)]
     statuses: dict[str, int] = defaultdict(int)
     start = time.perf_counter()
     columns = (*Progress.get_default_columns()[:-1], MofNCompleteColumn(), TimeRemainingColumn())

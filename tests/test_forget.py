@@ -35,7 +35,7 @@ BOT = {"mentions": ["bot"]}
 
 
 def chat_history() -> list[dict[str, Any]]:
-    return [
+    said = [
         message("我住在杭州，下周三去北京出差", **XM),
         message("@bot 记一下，我的生日是11月23日", **XM, **BOT),
         message("我在腾讯做后端", **AQ),
@@ -44,6 +44,9 @@ def chat_history() -> list[dict[str, Any]]:
         message("我养了一只橘猫", chat_id="2002", chat_name="猫咪群", **XM, **BOT),
         message("还没说完的话：明天见", **XM),  # pending in 1001's thread, not handed off
     ]
+    # fixed ids and times: whether the bot answers a message is rolled on its id
+    return [{**m, "message_id": f"hist-{i}", "timestamp": 1_795_000_000 + 60 * i}
+            for i, m in enumerate(said)]  # fmt: skip
 
 
 @pytest.fixture
@@ -196,11 +199,12 @@ def test_forget_all_bots_erases_the_person_in_every_bots_data(settings: Settings
     only_b = cli(settings, "--bot", "bot-b", "forget", "--user-id", "10001", "--yes", "--json")
     assert only_b["removed"]["messages"] == 2  # "@bot" is not bot-b: it did not answer
     a, b = open_session(settings, bot="bot"), open_session(settings, bot="bot-b")
-    assert search(a, G1, "北京 出差 生日") == ["10001"] and search(b, G1, "北京 出差 生日") == []
+    assert "10001" in search(a, G1, "北京 出差 生日")
+    assert "10001" not in search(b, G1, "北京 出差 生日")
     both = cli(settings, "forget", "--user-id", "10001", "--all-bots", "--yes", "--json")
     assert set(both["bots"]) == {"bot", "bot-b"}
     assert both["bots"]["bot"]["removed"]["messages"] == 3  # and bot's answer to them
-    assert search(open_session(settings, bot="bot"), G1, "北京 出差 生日") == []
+    assert "10001" not in search(open_session(settings, bot="bot"), G1, "北京 出差 生日")
 
 
 def test_lines_of_a_forgotten_person_and_lines_quoting_them_are_found() -> None:

@@ -30,7 +30,7 @@ TOPIC = "冲浪板"  # said by 小明 and once by 阿强: a group topic, until �
 
 
 def conversation() -> list[dict[str, Any]]:
-    return [
+    said = [
         message(f"@bot 我的暗号是 {SAID[0]}，我常去{SAID[2]}", mentions=["bot"], **U),
         message(f"收到，我也想买{TOPIC}", **B),  # 阿强 answers 小明
         message(f"@bot 我周末去买{TOPIC}，还有 {SAID[1]}", mentions=["bot"], **U),
@@ -39,6 +39,9 @@ def conversation() -> list[dict[str, Any]]:
         message(f"@bot 再说一次 {SAID[1]} 和{TOPIC}", mentions=["bot"], **U),
         message("明天见", **B),
     ]
+    # fixed ids and times: whether the bot answers a message is rolled on its id
+    return [{**m, "message_id": f"scan-{i}", "timestamp": 1_795_000_000 + 60 * i}
+            for i, m in enumerate(said)]  # fmt: skip
 
 
 def forms(text: str) -> list[bytes]:
