@@ -298,6 +298,9 @@ class EventQuery:
     # Who asks: "我" / "my" in the text means them (people-aware ranking; not a filter).
     asker_id: str | None = None
     asker_name: str = ""
+    # The span the question is about ("上周": ``stores.when.window_of``), epoch seconds
+    # [start, end): memories inside it are lifted, none is dropped.
+    about: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         if not self.platform:

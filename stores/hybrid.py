@@ -1,9 +1,10 @@
 """Hybrid retrieval: dense (e5 vectors) and BM25 (SQL) rankings fused by reciprocal rank.
 
 e5 scores are bunched (unrelated same-topic sentences score 0.84-0.88), so ranks fuse
-better than raw similarities. The defaults (k=10, dense weight 0.5) were chosen on LoCoMo
-conversations 0-4 and checked on 5-9 (README, "Benchmarks"): on chat memories the keyword
-side is the stronger one.
+better than raw similarities. A question is read for its people (``stores.people``: a name
+or 我 lifts that person's memories and leaves both queries) and its time (``stores.when``:
+上周 lifts last week's). The weights (``Fusion``) were tuned on Chinese multi-party chat,
+where, once names leave the query, the dense side is the stronger one (README, "Memory").
 
 The dense side searches the scope's vectors in memory (``ScopeVectors``, exact) once they
 are loaded; until then, and for searches with a user or time filter, Chroma answers,
@@ -31,10 +32,12 @@ from stores.base import (
     Said,
     ScopeMembers,
 )
-from stores.people import focus_of
+from stores.people import People, focus_of
 from stores.scope_vectors import ScopeVectors
 
-DENSE_DEFAULT, LEXICAL_DEFAULT, PERSON_DEFAULT = 0.5, 1.0, 1.0
+# Tuned by `make bench-memory` on DialogRE-cn train (150 dialogues), checked on its dev split,
+# LoCoMo (no neighbour turns) and the member paraphrases (README, "Memory").
+DENSE_DEFAULT, LEXICAL_DEFAULT, PERSON_DEFAULT, TIME_DEFAULT = 1.0, 0.5, 1.0, 0.5
 ID_LIST_MAX = 20_000  # above this a scope is searched with Chroma's own metadata filter
 
 
@@ -42,13 +45,15 @@ class Fusion(BaseModel):
     """How the two rankings and the question's people are fused (GROUPMIND_SEARCH__DENSE, ...).
     Each side adds ``weight / (rrf_k + rank + 1)``; a memory of a person the question names
     (or of the asker, for 我 / I) gets ``person / (rrf_k + 1)``, as if ranked first once more
-    on a side of that weight. Tuned by ``make bench-memory`` (README, "Memory")."""
+    on a side of that weight; one from the span the question is about ("上周") gets
+    ``time / (rrf_k + 1)``. Tuned by ``make bench-memory`` (README, "Memory")."""
 
     model_config = ConfigDict(frozen=True)
 
     dense: float = Field(default=DENSE_DEFAULT, ge=0)
     lexical: float = Field(default=LEXICAL_DEFAULT, ge=0)
     person: float = Field(default=PERSON_DEFAULT, ge=0)
+    time: float = Field(default=TIME_DEFAULT, ge=0)
     rrf_k: int = Field(default=10, ge=1)
 
 
@@ -79,7 +84,7 @@ class KeywordSide(EventStore, Protocol):
 
     def context_holders(self, target: ForgetTarget, said: Said) -> list[EventRecord]: ...
 
-    def scope_people(self, query: EventQuery, members: ScopeMembers | None) -> dict[str, str]: ...
+    def scope_people(self, query: EventQuery, members: ScopeMembers | None) -> People: ...
 
 
 class HybridEventStore:
@@ -124,12 +129,18 @@ class HybridEventStore:
 
     def search(self, query: EventQuery) -> list[EventHit]:
         wide = replace(query, top_k=max(self.depth, query.top_k))
-        # The query's embedding (C, no GIL) runs while SQL lists the scope and its people.
-        asker = focus_of(query.text, {}, query.asker_id, query.asker_name)
+        # The query's embedding (C, no GIL) runs while SQL lists the scope and its people;
+        # a question that names someone is embedded again without the name.
+        asker = focus_of(query.text, {}, None if self.fusion.person == 0 else query.asker_id, "")
         embedding = self._pool.submit(self.vector.embed_query, asker.dense_text)
         members = self.lexical.scope_members(query, ID_LIST_MAX)
-        names = self.lexical.scope_people(query, members) if members is None or members.ids else {}
-        focus = focus_of(query.text, names, query.asker_id, query.asker_name)
+        focus, people = asker, People()
+        if self.fusion.person:  # person 0: the question is read as it stands
+            if members is None or members.ids:
+                people = self.lexical.scope_people(query, members)
+            focus = focus_of(query.text, people.names, query.asker_id, query.asker_name)
+        if focus.dense_text != asker.dense_text:
+            embedding = self._pool.submit(self.vector.embed_query, focus.dense_text)
         lexical = self._pool.submit(self.lexical.search, replace(wide, text=focus.lexical_text))
         records: dict[str, EventRecord] = {}
         dense = self._dense(wide, members, embedding.result(), records)
@@ -142,13 +153,20 @@ class HybridEventStore:
         for weight, ranking in zip((f.dense, f.lexical), rankings, strict=True):
             for rank, event_id in enumerate(ranking):
                 fused[event_id] += weight / (f.rrf_k + rank + 1)
-        if focus.user_ids and f.person:
+        if (focus.user_ids and f.person) or (query.about and f.time):
             self._fetch(fused, records)
-            lift = f.person / (f.rrf_k + 1)
+            start, end = query.about or (0.0, 0.0)
+            # a person's lift is worth what their name narrows: (1 - their share)
+            person = f.person * (1 - max((people.share.get(u, 0.0) for u in focus.user_ids),
+                                         default=0.0))  # fmt: skip
             for event_id in fused:
                 event = records.get(event_id)
-                if event is not None and focus.about(event.user_id, event.text):
-                    fused[event_id] += lift
+                if event is None:
+                    continue
+                if person and focus.user_ids and focus.about(event.user_id, event.text):
+                    fused[event_id] += person / (f.rrf_k + 1)
+                if f.time and start <= event.timestamp < end:
+                    fused[event_id] += f.time / (f.rrf_k + 1)
         best = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[: query.top_k]
         self._fetch([i for i, _ in best], records)
         return [

@@ -4,8 +4,7 @@
 keyword query, the name ties every memory of 小明 and BM25 breaks the tie by length; so a
 name (or the asker's 我 / I / my) is read as a person constraint — their own memories and
 memories that name them are lifted (``HybridEventStore``) — and taken out of the keyword
-query, which keeps the content words. The dense query reads the asker's name where they
-said 我, as the stored memories do (the historian wrote it there).
+query and from the dense one, which keep the content words.
 """
 
 from __future__ import annotations
@@ -55,27 +54,46 @@ def name_index(people: Iterable[tuple[str, str]]) -> dict[str, str]:
     return {form: uid for form, uid in index.items() if form not in shared}
 
 
+@dataclass(frozen=True)
+class People:
+    """A scope's people: name form -> user id, and each person's share of its memories (a
+    name narrows a 20-person group's memories; it says little in a chat of two)."""
+
+    names: dict[str, str] = field(default_factory=dict)
+    share: dict[str, float] = field(default_factory=dict)
+
+
+def people_of(rows: Iterable[tuple[str, str, int]]) -> People:
+    """From (user id, display name, memories) rows."""
+    rows = list(rows)
+    total = sum(n for _, _, n in rows) or 1
+    share: dict[str, float] = {}
+    for user_id, _, n in rows:
+        share[user_id] = share.get(user_id, 0.0) + n / total
+    return People(name_index((uid, name) for uid, name, _ in rows), share)
+
+
 def focus_of(text: str, names: dict[str, str], asker_id: str | None, asker_name: str) -> Focus:
     """The people ``text`` names (longest names first; a name inside a longer one is not a
-    second person) plus the asker when they say 我 / I."""
+    second person) plus the asker when they say 我 / I. Both sides read the question without
+    them: every memory of theirs is lifted alike, so a name or a 我 left in would only rank
+    their memories by how often they mention themselves."""
     found: dict[str, str] = {}
-    lexical = text
+    content = text
     for form in sorted(names, key=len, reverse=True):
-        if form in lexical:
+        if form in content:
             found[form] = names[form]
-            lexical = lexical.replace(form, " ")
-    dense = text
-    first_person = asker_id is not None and (ZH_FIRST.search(text) or EN_FIRST.search(text))
-    if first_person and asker_id is not None:
+            content = content.replace(form, " ")
+    if asker_id is not None and (ZH_FIRST.search(text) or EN_FIRST.search(text)):
         found.update({form: asker_id for form in name_forms(asker_name)} or {"": asker_id})
-        if asker_name:
-            dense = EN_FIRST.sub(asker_name, ZH_FIRST.sub(asker_name, text))
+        content = EN_FIRST.sub(" ", ZH_FIRST.sub(" ", content))
     ids = frozenset(found.values())
     every = {form for form, uid in names.items() if uid in ids} | {f for f in found if f}
+    content = " ".join(content.split()) if found and content.strip() else text
     return Focus(
         user_ids=ids,
         names=tuple(sorted(every, key=len, reverse=True)),
-        lexical_text=lexical.strip() if lexical.strip() and found else text,
-        dense_text=dense,
+        lexical_text=content,
+        dense_text=content,
         by_name=found,
     )

@@ -15,6 +15,7 @@ from nodes.reply.observe import without_addressing
 from state.context import Context
 from state.reply import ReplyState, current_message
 from stores.base import EventQuery, profile_view
+from stores.when import window_of
 
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="retrieve")
 
@@ -30,6 +31,9 @@ def retrieve(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
         chat_id=msg.scope_chat_id,
         persona_id=persona_id,  # strict: only this persona's conversations
         top_k=ctx.auto_top_k or deps.auto_top_k,
+        asker_id=msg.user_id,  # 我 in the message is them
+        asker_name=msg.user_name,
+        about=window_of(msg.content, msg.when),  # "上周" is a span, in the message's own zone
     )
     searching = _pool.submit(deps.events.search, query)  # the SQL reads below run meanwhile
     view = profile_view(deps.profiles, msg.user_id, msg.scope, deps.profile_sharing)

@@ -29,7 +29,7 @@ from stores.base import (
     Said,
     ScopeMembers,
 )
-from stores.people import name_index
+from stores.people import People, people_of
 from stores.sql.covered import covered, mine, tenant
 from stores.sql.schema import EventDocRow, EventTermRow
 from stores.text import terms
@@ -51,7 +51,7 @@ class SqlLexicalIndex:
         self.engine = engine
         self.bot = tenant(bot)
         self._scopes: dict[tuple[ChatScope, str | None], ScopeMembers] = {}
-        self._people: dict[tuple[ChatScope, str | None], tuple[Any, dict[str, str]]] = {}
+        self._people: dict[tuple[ChatScope, str | None], tuple[Any, People]] = {}
         self._lock = threading.Lock()
 
     def upsert(self, event: EventRecord) -> None:
@@ -183,9 +183,9 @@ class SqlLexicalIndex:
                     self._scopes.pop(next(iter(self._scopes)))
         return members
 
-    def scope_people(self, query: EventQuery, members: ScopeMembers | None) -> dict[str, str]:
-        """Name form -> user id for everyone whose memories the scope holds (each name a
-        person went by: group cards change), kept while the scope's version holds."""
+    def scope_people(self, query: EventQuery, members: ScopeMembers | None) -> People:
+        """Everyone whose memories the scope holds, by each name they went by (group cards
+        change), with their share of the memories; kept while the scope's version holds."""
         key = (query.scope, query.persona_id)
         version = members.version if members is not None else None
         cached = self._people.get(key)
@@ -195,10 +195,12 @@ class SqlLexicalIndex:
         if query.persona_id is not None:
             where.append(EventDocRow.persona_id == query.persona_id)
         with self.engine.connect() as conn:
-            pairs = conn.execute(
-                select(EventDocRow.user_id, EventDocRow.user_name).where(*where).distinct()
+            rows = conn.execute(
+                select(EventDocRow.user_id, EventDocRow.user_name, func.count())
+                .where(*where)
+                .group_by(EventDocRow.user_id, EventDocRow.user_name)
             ).all()
-        index = name_index((str(uid), str(name)) for uid, name in pairs)
+        index = people_of((str(uid), str(name), int(n)) for uid, name, n in rows)
         with self._lock:
             self._people[key] = (version, index)
             while len(self._people) > SCOPE_CACHE_MAX:

@@ -260,3 +260,23 @@ def test_profile_text_in_the_prompt_is_quoted_under_a_data_header(deps: Deps) ->
 def test_emoji_picks_by_meaning(deps: Deps) -> None:
     assert deps.stickers.pick("好困啊，我去睡了")["id"] == "sleepy"  # type: ignore[attr-defined]
     assert deps.stickers.pick("这个bug终于修好了")["id"] == "code"  # type: ignore[attr-defined]
+
+
+def test_what_the_model_receives_for_my_is_the_askers_memory(deps: Deps) -> None:
+    """ "我最近在玩什么游戏" from 小红 gets 小红's memory, not 小明's (issue 15), in the
+    block the reply model reads."""
+    said = [("m", "10001", "小明", "小明最近在玩原神，每天都在刷副本"),  # the words match
+            ("h", "10002", "小红", "小红入坑了星穹铁道"),
+            ("h2", "10002", "小红", "小红在准备考研"),
+            *((f"o{i}", f"2000{i}", n, f"{n}周末去爬山了") for i, n in enumerate("阿杰 老王 莉莉 大伟 静静".split()))]  # fmt: skip
+    for i, uid, name, text in said:
+        deps.events.upsert(EventRecord(id=i, text=text, timestamp=1.79e9, user_id=uid, user_name=name,
+                                       platform="qq", chat_type="group", chat_id="1001"))  # fmt: skip
+    asked = message(
+        "@bot 我最近在玩什么游戏来着", mentions=["bot"], user_id="10002", user_name="小红"
+    )
+    state = observe({"message": asked}, Context(), deps)  # type: ignore[arg-type]
+    out = retrieve(state, Context(), deps)  # type: ignore[arg-type]
+    assert out["memory_ids"][0] == "h"
+    block = out["memory_block"]
+    assert block.index("星穹铁道") < (block.index("原神") if "原神" in block else len(block))

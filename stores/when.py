@@ -1,0 +1,129 @@
+"""When a question is about: "上周", "前几天", "5月2日", "last month", "two days ago" as a
+time window, relative to when it was asked (in the asker's time zone).
+
+The window lifts the memories inside it (``HybridEventStore``); it filters nothing, because
+people are loose with time ("上周" said on a Monday may mean the week before last).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime, timedelta
+
+_ZH_NUM = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
+           "九": 9, "十": 10, "几": 3, "半": 0}  # fmt: skip
+_EN_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+           "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a few": 3, "a couple of": 2,
+           "couple of": 2, "several": 4}  # fmt: skip
+_DAYS = {"今天": 0, "今日": 0, "今早": 0, "今晚": 0, "昨天": 1, "昨日": 1, "昨晚": 1,
+         "前天": 2, "大前天": 3, "today": 0, "tonight": 0, "yesterday": 1,
+         "the day before yesterday": 2}  # fmt: skip
+ZH_AGO = re.compile(
+    r"([一二两三四五六七八九十几半\d]+)(天|日|周|个星期|个礼拜|个月|年)(?:以前|之前|前)"
+)
+ZH_SPAN = re.compile(
+    r"(上|这|本|上上)个?(周|星期|礼拜|月)|(去|今|前)年|前几天|这几天|最近|近来|前阵子|前段时间"
+)
+ZH_DATE = re.compile(r"(?:(\d{4})年)?(\d{1,2})月(\d{1,2})[日号]")
+EN_AGO = re.compile(
+    r"\b(a few|a couple of|couple of|several|an?|one|two|three|four|five|six|seven|eight|nine"
+    r"|ten|\d+) (day|week|month|year)s? ago\b",
+    re.IGNORECASE,
+)
+EN_SPAN = re.compile(
+    r"\b(last|this) (week|month|year|weekend)\b|\b(recently|lately|the other day)\b", re.IGNORECASE
+)
+EN_DAYS = re.compile(r"\b(the day before yesterday|yesterday|today|tonight)\b", re.IGNORECASE)
+
+
+def _day(d: date, now: datetime) -> tuple[datetime, datetime]:
+    start = datetime(d.year, d.month, d.day, tzinfo=now.tzinfo)
+    return start, start + timedelta(days=1)
+
+
+def _month(year: int, month: int, now: datetime) -> tuple[datetime, datetime]:
+    start = datetime(year, month, 1, tzinfo=now.tzinfo)
+    nxt = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=now.tzinfo)
+    return start, nxt
+
+
+def _back(now: datetime, n: int, unit: str) -> tuple[datetime, datetime]:
+    """Around n units before now: a day for days, a week either side for weeks, ..."""
+    today = now.date()
+    if unit in ("天", "日", "day"):
+        return _day(today - timedelta(days=n), now)
+    if unit in ("周", "个星期", "个礼拜", "week"):
+        mid = now - timedelta(weeks=n)
+        return mid - timedelta(days=4), mid + timedelta(days=4)
+    if unit in ("个月", "month"):
+        index = today.year * 12 + today.month - 1 - n
+        return _month(index // 12, index % 12 + 1, now)
+    year = today.year - n
+    return datetime(year, 1, 1, tzinfo=now.tzinfo), datetime(year + 1, 1, 1, tzinfo=now.tzinfo)
+
+
+def _number(text: str) -> int:
+    if text.isdigit():
+        return int(text)
+    if text in _ZH_NUM:
+        return _ZH_NUM[text]
+    if "十" in text:
+        tens, _, ones = text.partition("十")
+        return _ZH_NUM.get(tens, 1) * 10 + _ZH_NUM.get(ones, 0)
+    return _EN_NUM.get(text.lower(), 1)
+
+
+def window_of(text: str, now: datetime) -> tuple[float, float] | None:
+    """The time span ``text`` asks about, as epoch seconds [start, end), or None."""
+    span = _window(text, now)
+    return (span[0].timestamp(), span[1].timestamp()) if span else None
+
+
+def _window(text: str, now: datetime) -> tuple[datetime, datetime] | None:
+    today = now.date()
+    if m := ZH_DATE.search(text):
+        year = int(m.group(1)) if m.group(1) else today.year
+        try:
+            d = date(year, int(m.group(2)), int(m.group(3)))
+        except ValueError:
+            return None
+        if not m.group(1) and d > today:  # "5月2日" asked in March: last year's
+            d = d.replace(year=year - 1)
+        return _day(d, now)
+    if m := EN_DAYS.search(text):
+        return _day(today - timedelta(days=_DAYS[m.group(0).lower()]), now)
+    for word in sorted((w for w in _DAYS if not w.isascii()), key=len, reverse=True):
+        if word in text:
+            return _day(today - timedelta(days=_DAYS[word]), now)
+    if m := ZH_AGO.search(text):
+        return _back(now, _number(m.group(1)), m.group(2))
+    if m := EN_AGO.search(text):
+        return _back(now, _number(m.group(1)), m.group(2).lower())
+    if m := ZH_SPAN.search(text):
+        return _span(m.group(0), now)
+    if m := EN_SPAN.search(text):
+        return _span(m.group(0).lower(), now)
+    return None
+
+
+def _span(word: str, now: datetime) -> tuple[datetime, datetime]:
+    today = now.date()
+    monday = datetime(today.year, today.month, today.day, tzinfo=now.tzinfo) - timedelta(
+        days=today.weekday()
+    )
+    if word[-1] in "周期拜" or word.endswith("week") or word.endswith("weekend"):
+        weeks = 2 if word.startswith("上上") else 1 if word[0] in "上l" else 0
+        start = monday - timedelta(weeks=weeks)
+        return start, start + timedelta(weeks=1)
+    if word.endswith("月") or word.endswith("month"):
+        back = 1 if word[0] in "上l" else 0
+        index = today.year * 12 + today.month - 1 - back
+        return _month(index // 12, index % 12 + 1, now)
+    if word.endswith("年") or word.endswith("year"):
+        year = today.year - {"去": 1, "前": 2, "l": 1}.get(word[0], 0)
+        return datetime(year, 1, 1, tzinfo=now.tzinfo), datetime(year + 1, 1, 1, tzinfo=now.tzinfo)
+    if word in ("前几天", "the other day", "前阵子", "前段时间"):
+        return now - timedelta(days=10 if word in ("前阵子", "前段时间") else 6), now - timedelta(
+            days=1
+        )
+    return now - timedelta(days=14), now  # 最近 / 这几天 / recently / lately
