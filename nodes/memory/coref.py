@@ -23,7 +23,7 @@ from nodes.memory.lexicon import (
     ZH_SECOND_PLURAL,
     zh_pronoun_tokens,
 )
-from stores.text import NAME_POS, PLACE_POS, tagged
+from stores.text import NAME_POS, PLACE_POS, name_like, tagged
 
 ZH_THIRD = {"他", "她"}
 ZH_THIRD_PLURAL = {"他们", "她们"}
@@ -68,7 +68,7 @@ def people_in(text: str, known: Iterable[str]) -> list[tuple[int, str]]:
                 found.append((m.start(), name))
     for word, flag, start in tagged(text):
         end = start + len(word)
-        if flag in NAME_POS and len(word) > 1 and all(end <= s or start >= e for s, e in taken):
+        if flag in NAME_POS and name_like(word) and all(end <= s or start >= e for s, e in taken):
             found.append((start, word))
     return sorted(found)
 

@@ -24,7 +24,7 @@ _ZH_SUBJECT = re.compile(
 _QUESTION = re.compile(r"[?？]|吗|呢[，。！]?$|什么|哪|谁|多少|几岁|怎么|是不是|有没有")
 _NEGATED = re.compile(r"^(?:不|没|别|并不|从不|从没)")
 _PRONOUN_VALUE = re.compile(
-    r"^(?:我|你|您|他|她|它|咱|俺|这|那|哪|谁|自己|大家|别人|人家|一起|同一|做|干|搞)"
+    r"^(?:我|你|您|他|她|它|咱|俺|这|那|哪|谁|自己|大家|别人|人家|一起|同一|做|干|搞|的)"
 )
 _PLACE_WORD = re.compile(r"这里|那里|这儿|那儿|这边|那边|地方|本群|群里")
 _INDEFINITE = re.compile(r"^(?:一家|一个|一所|一间|某个?|这家|那家)")
@@ -128,6 +128,8 @@ def acceptable(kind: str, value: str) -> bool:
         return False
     if kind not in ("age", "birthday") and _JUNK_END.search(v) and len(v) <= 2:
         return False
+    if kind == "partner" and re.search(f"(?:{JOB_WORDS})$", v):
+        return False  # 跟厨师在一起: a job, not who
     if kind in PLACE_SLOTS and any("\u4e00" <= c <= "\u9fff" for c in v):
         return any(flag in PLACE_POS or flag == "nt" for _, flag, _ in tagged(v))
     return True

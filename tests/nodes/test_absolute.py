@@ -177,3 +177,18 @@ def test_english_here_and_there_are_places_where_they_are_places(text: str, expe
                   names=("Caroline",), earlier=("I moved to Boston in May",))  # fmt: skip
     assert absolutize(text, scene) == expected
     assert not [f for f in find_relative(expected, scene.names) if f.kind == "place"]
+
+
+def test_common_words_jieba_tags_as_names_are_not_people() -> None:
+    from stores.text import name_like
+
+    assert not name_like("明白") and not name_like("刚刚开始")  # tagged nr by jieba
+    assert name_like("钱德勒") and name_like("莫妮卡")
+    lonely = Scene(MONDAY, "艾米丽", "罗斯", "群", "the group", names=("艾米丽", "罗斯"))
+    assert absolutize("我想我明白他的意思", lonely) == "艾米丽想自己明白他的意思"
+
+
+def test_a_few_days_ago_is_written_so_the_gate_passes_it() -> None:
+    out = absolutize("前几天他告诉我", FRIENDS)
+    assert out == "2026年11月16日前的几天钱德勒告诉艾米丽"
+    assert find_relative(out, FRIENDS.names) == []

@@ -68,3 +68,16 @@ def test_in_a_chat_of_two_a_name_narrows_little(
     query = EventQuery(text="小明最近在玩什么游戏", platform="qq", chat_type="group",
                        chat_id="g1", persona_id="default")  # fmt: skip
     assert store.lexical.scope_people(query, None).share == {"u1": 0.5, "u2": 0.5}
+
+
+def test_diversity_spreads_the_top_k_over_sessions_when_asked() -> None:
+    from stores.hybrid import SESSION_GAP_S, diverse
+
+    day1 = [event(f"a{i}", "u1", "小明", "x") for i in range(5)]
+    records = {e.id: e for e in day1}
+    other = event("b0", "u1", "小明", "y")
+    records["b0"] = EventRecord(**{**other.__dict__, "timestamp": 1e9 + 10 * SESSION_GAP_S})
+    ranked = [("a0", 1.0), ("a1", 0.9), ("a2", 0.85), ("a3", 0.8), ("a4", 0.75), ("b0", 0.7)]
+    assert [i for i, _ in diverse(ranked, records, 5, 1.0)] == ["a0", "a1", "a2", "a3", "a4"]
+    spread = [i for i, _ in diverse(ranked, records, 5, 0.8)]
+    assert spread[:3] == ["a0", "a1", "b0"] and len(spread) == 5  # 0.85 × 0.8² < 0.7

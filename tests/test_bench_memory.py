@@ -1,0 +1,32 @@
+"""`make bench-memory` at smoke size, so it never rots: the real worker ingests, the
+report is written, and the figures say what the benchmark exists to show."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks.common import SHARED_DATA
+
+
+def test_bench_memory_smoke(tmp_path: Path) -> None:
+    public = (SHARED_DATA / "dialogre" / "cn" / "dev.json").exists()
+    sets = "people,statements,dialogre" if public else "people"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.memory", "--sets", sets, "--limit", "3",
+         "--work-dir", str(tmp_path / "work"), "--out", str(tmp_path / "out")],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    (report,) = (tmp_path / "out").glob("memory-*.json")
+    result = json.loads(report.read_text())["sets"]
+    people = result["people"]["retrieval"]["recall"]
+    assert people["groupmind"]["all"]["1"] > people["BM25 raw turns"]["all"]["1"]
+    assert people["groupmind"]["all"]["5"] >= 0.9  # names are people, not keywords
+    assert result["people"]["ingest"]["statuses"] == {"stored": 120}
+    if public:
+        profiles = result["statements"]["profiles"]
+        assert profiles["precision"] >= 0.9 and profiles["recall"]["self"] >= 0.6
+        assert result["dialogre"]["ingest"]["jobs"] > 0
