@@ -242,7 +242,7 @@ def main() -> None:
         "--fusion",
         type=Fusion.model_validate_json,
         default=Fusion(),
-        help='fusion weights as JSON, e.g. \'{"dense": 1, "lexical": 0.5, "person": 2}\'',
+        help='fusion weights as JSON, e.g. \'{"zh": {"dense": 1, "lexical": 0.5, "person": 2}}\'',
     )
     args = parser.parse_args()
     logging.getLogger("groupmind.memory").setLevel(logging.ERROR)  # degraded jobs are counted
@@ -274,7 +274,7 @@ def main() -> None:
     }
     if recall_at_5:
         plot = out.with_suffix(".svg")
-        plot.write_text(bars_svg(recall_at_5, f"evidence in the top 5 · {machine()}", "R@5"))
+        plot.write_text(bars_svg(recall_at_5, "evidence in the top 5", "R@5"))
         console.print(f"written: {out}, {plot}")
 
 

@@ -2,7 +2,8 @@
 
 - ``people``: the Chinese group-member paraphrase set (``benchmarks.zh_people``, made here).
 - ``dialogre``: DialogRE's Chinese Friends dialogues (public; research use). Each dialogue is
-  one group chat, each turn one memory job with the three turns before it. The speakers get
+  one group chat, each turn one memory job with the turns before it as the bot's hand-off
+  passes them (the last ten, the speaker's own left out). The speakers get
   their names (DialogRE's ``per:alternate_names``; the one the dialogue uses most). From
   each relation fact about a person we ask a templated question ("乔伊是做什么的？");
   evidence: the turns holding the answer and the relation's trigger (or, without a
@@ -29,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import dulemon_slots, zh_people
+from nodes.memory.lexicon import find_relative
+from nodes.reply.hand_off import MAX_RECENT
 
 TZ = timezone(timedelta(hours=8))
 START = datetime(2024, 3, 1, 20, 0, tzinfo=TZ)
@@ -84,7 +87,10 @@ def job(
         "chat_name": "",
         "persona_id": "default",
         "timestamp": when.isoformat(),
-        "recent_messages": recent[-3:],
+        # as the bot's hand-off writes them: the last MAX_RECENT messages, the speaker's own
+        # left out (unless nothing else is left)
+        "recent_messages": [m for m in recent[-MAX_RECENT:] if m["user_id"] != uid]
+        or recent[-MAX_RECENT:],
         "new_info_by": "user",
     }
 
@@ -212,7 +218,8 @@ def dialogre_set(path: Path, limit: int | None) -> MemorySet:
             for rel, trigger in zip(f["r"], f["t"], strict=False):
                 gold = evidence(said, f["x"], x, f["y"], y, trigger)
                 for rid in gold:
-                    if y in out.raw[rid].partition(": ")[2]:
+                    # an answer holding a pronoun (我的朋友) is rewritten by design
+                    if y in out.raw[rid].partition(": ")[2] and not find_relative(y):
                         out.kept.setdefault(rid, set()).add(y)
                 if rel in QUESTIONS and gold and (x, rel) not in seen and len(gold) <= 5:
                     seen.add((x, rel))

@@ -10,7 +10,8 @@ COLOURS = ("#4063d8", "#9558b2", "#389826", "#cb3c33")
 def bars_svg(groups: dict[str, dict[str, float]], title: str, ylabel: str = "") -> str:
     """``groups``: group label -> {series label: value in [0, 1]}."""
     series = list(dict.fromkeys(s for values in groups.values() for s in values))
-    width, height, left, top, bottom = 120 + 150 * len(groups), 320, 50, 40, 60
+    width = max(120 + 150 * len(groups), 80 + 160 * len(series))
+    height, left, top, bottom = 320, 50, 40, 60
     plot_h = height - top - bottom
     bar = 110 / max(1, len(series))
     out = [

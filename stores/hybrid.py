@@ -34,31 +34,45 @@ from stores.base import (
 )
 from stores.people import People, focus_of
 from stores.scope_vectors import ScopeVectors
+from stores.text import has_cjk
 
-# Tuned by `make bench-memory` on DialogRE-cn train (150 dialogues), checked on its dev split,
-# LoCoMo (no neighbour turns) and the member paraphrases (README, "Memory").
-DENSE_DEFAULT, LEXICAL_DEFAULT, PERSON_DEFAULT, TIME_DEFAULT = 1.0, 0.5, 1.0, 0.5
 DIVERSITY_DEFAULT = 1.0  # off: on LoCoMo 0.8 costs 7.7 points of R@5 (README, "Memory quality")
 SESSION_GAP_S = 1800  # memories this close in time are one session, for diversity
 ID_LIST_MAX = 20_000  # above this a scope is searched with Chroma's own metadata filter
 
 
-class Fusion(BaseModel):
-    """How the two rankings and the question's people are fused (GROUPMIND_SEARCH__DENSE, ...).
-    Each side adds ``weight / (rrf_k + rank + 1)``; a memory of a person the question names
-    (or of the asker, for 我 / I) gets ``person / (rrf_k + 1)``, as if ranked first once more
-    on a side of that weight; one from the span the question is about ("上周") gets
-    ``time / (rrf_k + 1)``. Tuned by ``make bench-memory`` (README, "Memory")."""
+class Weights(BaseModel):
+    """One language's fusion weights. Each side adds ``weight / (rrf_k + rank + 1)``; a
+    memory of a person the question names (or of the asker, for 我 / I) gets
+    ``person × (1 − their share of the chat's memories) / (rrf_k + 1)``, as if ranked
+    first once more on a side of that weight (0: names are read as words); one from the
+    span the question is about ("上周") gets ``time / (rrf_k + 1)``."""
 
     model_config = ConfigDict(frozen=True)
 
-    dense: float = Field(default=DENSE_DEFAULT, ge=0)
-    lexical: float = Field(default=LEXICAL_DEFAULT, ge=0)
-    person: float = Field(default=PERSON_DEFAULT, ge=0)
-    time: float = Field(default=TIME_DEFAULT, ge=0)
+    dense: float = Field(ge=0)
+    lexical: float = Field(ge=0)
+    person: float = Field(ge=0)
+    time: float = Field(default=0.5, ge=0)
+
+
+class Fusion(BaseModel):
+    """How the rankings are fused (GROUPMIND_SEARCH__ZH__DENSE, ...), by the question's
+    script: e5-small is the stronger side on Chinese once names leave the query, BM25 on
+    English. ``zh`` was tuned on DialogRE-cn train and checked on its dev split and the
+    member paraphrases; ``other`` on LoCoMo, with and without neighbour turns (README,
+    "Memory quality")."""
+
+    model_config = ConfigDict(frozen=True)
+
+    zh: Weights = Weights(dense=1.0, lexical=0.5, person=1.0)
+    other: Weights = Weights(dense=0.5, lexical=1.0, person=0.5)
     # each further memory from a session already in the top k counts this much less (1: off)
     diversity: float = Field(default=DIVERSITY_DEFAULT, gt=0, le=1)
     rrf_k: int = Field(default=10, ge=1)
+
+    def weights_for(self, text: str) -> Weights:
+        return self.zh if has_cjk(text) else self.other
 
 
 class DenseSide(EventStore, Protocol):
@@ -160,11 +174,12 @@ class HybridEventStore:
         wide = replace(query, top_k=max(self.depth, query.top_k))
         # The query's embedding (C, no GIL) runs while SQL lists the scope and its people;
         # a question that names someone is embedded again without the name.
-        asker = focus_of(query.text, {}, None if self.fusion.person == 0 else query.asker_id, "")
+        w = self.fusion.weights_for(query.text)
+        asker = focus_of(query.text, {}, None if w.person == 0 else query.asker_id, "")
         embedding = self._pool.submit(self.vector.embed_query, asker.dense_text)
         members = self.lexical.scope_members(query, ID_LIST_MAX)
         focus, people = asker, People()
-        if self.fusion.person:  # person 0: the question is read as it stands
+        if w.person:  # person 0: the question is read as it stands
             if members is None or members.ids:
                 people = self.lexical.scope_people(query, members)
             focus = focus_of(query.text, people.names, query.asker_id, query.asker_name)
@@ -179,14 +194,14 @@ class HybridEventStore:
         fused: dict[str, float] = defaultdict(float)
         rankings = (dense, [h.event.id for h in keyword])
         f = self.fusion
-        for weight, ranking in zip((f.dense, f.lexical), rankings, strict=True):
+        for weight, ranking in zip((w.dense, w.lexical), rankings, strict=True):
             for rank, event_id in enumerate(ranking):
                 fused[event_id] += weight / (f.rrf_k + rank + 1)
-        if (focus.user_ids and f.person) or (query.about and f.time):
+        if (focus.user_ids and w.person) or (query.about and w.time):
             self._fetch(fused, records)
             start, end = query.about or (0.0, 0.0)
             # a person's lift is worth what their name narrows: (1 - their share)
-            person = f.person * (1 - max((people.share.get(u, 0.0) for u in focus.user_ids),
+            person = w.person * (1 - max((people.share.get(u, 0.0) for u in focus.user_ids),
                                          default=0.0))  # fmt: skip
             for event_id in fused:
                 event = records.get(event_id)
@@ -194,8 +209,8 @@ class HybridEventStore:
                     continue
                 if person and focus.user_ids and focus.about(event.user_id, event.text):
                     fused[event_id] += person / (f.rrf_k + 1)
-                if f.time and start <= event.timestamp < end:
-                    fused[event_id] += f.time / (f.rrf_k + 1)
+                if w.time and start <= event.timestamp < end:
+                    fused[event_id] += w.time / (f.rrf_k + 1)
         ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
         if f.diversity < 1:
             pool = ranked[: query.top_k * 4]

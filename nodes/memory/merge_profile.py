@@ -26,6 +26,7 @@ from nodes.memory.profile_change import (
     base_relationship,
     finish_relationship,
     merge_key_facts,
+    provenance,
     trim_impression,
     unique,
 )
@@ -117,12 +118,15 @@ def llm_change(job: MemoryJob, update: ProfileUpdate, current: Current) -> Profi
     rel = finish_relationship(rel, update.affection_change, job.when.timestamp())
     learned = base_learned(job, current.learned)
     learned.impression_text = trim_impression(update.impression_text)
-    told = [f.model_dump() for f in [*update.key_facts, *job.key_facts]]  # the tool's facts last
-    learned.key_facts = merge_key_facts(learned.key_facts, told)
+    facts = [*update.key_facts, *job.key_facts]  # the tool's facts last: they win
+    told = [{**f.model_dump(), **provenance(job)} for f in facts]
+    history = list(learned.traits.get("history", []))
+    learned.key_facts = merge_key_facts(learned.key_facts, told, history)
     learned.preference_keywords = unique(
         [*learned.preference_keywords, *update.preference_keywords], 20
     )
-    learned.summary, learned.traits = update.user_summary, update.user_traits
+    learned.summary = update.user_summary
+    learned.traits = {**update.user_traits, "history": history}
     old_group = current.group
     group = None
     if job.chat_type == "group" and (update.group_summary or old_group):
