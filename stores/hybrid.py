@@ -32,7 +32,7 @@ from stores.base import (
     Said,
     ScopeMembers,
 )
-from stores.people import People, focus_of
+from stores.people import Focus, People, focus_of
 from stores.scope_vectors import ScopeVectors
 from stores.text import has_cjk
 
@@ -199,18 +199,7 @@ class HybridEventStore:
                 fused[event_id] += weight / (f.rrf_k + rank + 1)
         if (focus.user_ids and w.person) or (query.about and w.time):
             self._fetch(fused, records)
-            start, end = query.about or (0.0, 0.0)
-            # a person's lift is worth what their name narrows: (1 - their share)
-            person = w.person * (1 - max((people.share.get(u, 0.0) for u in focus.user_ids),
-                                         default=0.0))  # fmt: skip
-            for event_id in fused:
-                event = records.get(event_id)
-                if event is None:
-                    continue
-                if person and focus.user_ids and focus.about(event.user_id, event.text):
-                    fused[event_id] += person / (f.rrf_k + 1)
-                if w.time and start <= event.timestamp < end:
-                    fused[event_id] += w.time / (f.rrf_k + 1)
+            self._lift(fused, records, focus, people, query.about, w)
         ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
         if f.diversity < 1:
             pool = ranked[: query.top_k * 4]
@@ -224,6 +213,30 @@ class HybridEventStore:
             for i, score in best
             if i in records and query.admits(records[i])  # never trust a side blindly
         ]
+
+    def _lift(
+        self,
+        fused: dict[str, float],
+        records: dict[str, EventRecord],
+        focus: Focus,
+        people: People,
+        about: tuple[float, float] | None,
+        w: Weights,
+    ) -> None:
+        """The question's people and span, as if each ranked a memory first once more."""
+        top = 1 / (self.fusion.rrf_k + 1)
+        # a person's lift is worth what their name narrows: (1 - their share)
+        share = max((people.share.get(u, 0.0) for u in focus.user_ids), default=0.0)
+        person = w.person * (1 - share) if focus.user_ids else 0.0
+        start, end = about or (0.0, 0.0)
+        for event_id in fused:
+            event = records.get(event_id)
+            if event is None:
+                continue
+            if person and focus.about(event.user_id, event.text):
+                fused[event_id] += person * top
+            if w.time and start <= event.timestamp < end:
+                fused[event_id] += w.time * top
 
     def _fetch(self, ids: Iterable[str], records: dict[str, EventRecord]) -> None:
         missing = [i for i in ids if i not in records]
