@@ -42,18 +42,27 @@ ID_LIST_MAX = 20_000  # above this a scope is searched with Chroma's own metadat
 
 
 class Weights(BaseModel):
-    """One language's fusion weights. Each side adds ``weight / (rrf_k + rank + 1)``; a
-    memory of a person the question names (or of the asker, for 我 / I) gets
-    ``person × (1 − their share of the chat's memories) / (rrf_k + 1)``, as if ranked
+    """One script's fusion weights (the defaults: Chinese). Each side adds
+    ``weight / (rrf_k + rank + 1)``; a memory of a person the question names (or of the
+    asker, for 我 / I) gets ``person × (1 − their share of the chat's memories) /
+    (rrf_k + 1)``, as if ranked
     first once more on a side of that weight (0: names are read as words); one from the
     span the question is about ("上周") gets ``time / (rrf_k + 1)``."""
 
     model_config = ConfigDict(frozen=True)
 
-    dense: float = Field(ge=0)
-    lexical: float = Field(ge=0)
-    person: float = Field(ge=0)
+    dense: float = Field(default=1.0, ge=0)
+    lexical: float = Field(default=0.5, ge=0)
+    person: float = Field(default=1.0, ge=0)
     time: float = Field(default=0.5, ge=0)
+
+
+class OtherWeights(Weights):
+    """Weights for questions in other scripts (one field can be set alone)."""
+
+    dense: float = Field(default=0.5, ge=0)
+    lexical: float = Field(default=1.0, ge=0)
+    person: float = Field(default=0.5, ge=0)
 
 
 class Fusion(BaseModel):
@@ -65,8 +74,8 @@ class Fusion(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    zh: Weights = Weights(dense=1.0, lexical=0.5, person=1.0)
-    other: Weights = Weights(dense=0.5, lexical=1.0, person=0.5)
+    zh: Weights = Weights()
+    other: OtherWeights = OtherWeights()
     # each further memory from a session already in the top k counts this much less (1: off)
     diversity: float = Field(default=DIVERSITY_DEFAULT, gt=0, le=1)
     rrf_k: int = Field(default=10, ge=1)
@@ -103,6 +112,8 @@ class KeywordSide(EventStore, Protocol):
     def context_holders(self, target: ForgetTarget, said: Said) -> list[EventRecord]: ...
 
     def scope_people(self, query: EventQuery, members: ScopeMembers | None) -> People: ...
+
+    def known_people(self, query: EventQuery) -> People | None: ...
 
 
 def diverse(
@@ -172,18 +183,21 @@ class HybridEventStore:
 
     def search(self, query: EventQuery) -> list[EventHit]:
         wide = replace(query, top_k=max(self.depth, query.top_k))
-        # The query's embedding (C, no GIL) runs while SQL lists the scope and its people;
-        # a question that names someone is embedded again without the name.
+        # The query's embedding (C, no GIL) runs while SQL lists the scope and its people.
+        # It is embedded as the people last seen in this scope read it (names rarely
+        # change), and again only if the scope's people now read it otherwise.
         w = self.fusion.weights_for(query.text)
-        asker = focus_of(query.text, {}, None if w.person == 0 else query.asker_id, "")
-        embedding = self._pool.submit(self.vector.embed_query, asker.dense_text)
+        known = (self.lexical.known_people(query) if w.person else None) or People()
+        guess = focus_of(query.text, known.names, query.asker_id if w.person else None,
+                         query.asker_name)  # fmt: skip
+        embedding = self._pool.submit(self.vector.embed_query, guess.dense_text)
         members = self.lexical.scope_members(query, ID_LIST_MAX)
-        focus, people = asker, People()
-        if w.person:  # person 0: the question is read as it stands
-            if members is None or members.ids:
-                people = self.lexical.scope_people(query, members)
-            focus = focus_of(query.text, people.names, query.asker_id, query.asker_name)
-        if focus.dense_text != asker.dense_text:
+        focus, people = guess, known
+        if w.person and (members is None or members.ids):
+            people = self.lexical.scope_people(query, members)
+            if people is not known:
+                focus = focus_of(query.text, people.names, query.asker_id, query.asker_name)
+        if focus.dense_text != guess.dense_text:
             embedding = self._pool.submit(self.vector.embed_query, focus.dense_text)
         lexical = self._pool.submit(self.lexical.search, replace(wide, text=focus.lexical_text))
         records: dict[str, EventRecord] = {}

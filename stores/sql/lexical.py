@@ -183,6 +183,11 @@ class SqlLexicalIndex:
                     self._scopes.pop(next(iter(self._scopes)))
         return members
 
+    def known_people(self, query: EventQuery) -> People | None:
+        """The scope's people as last read (any version: names rarely change), or None."""
+        cached = self._people.get((query.scope, query.persona_id))
+        return cached[1] if cached is not None else None
+
     def scope_people(self, query: EventQuery, members: ScopeMembers | None) -> People:
         """Everyone whose memories the scope holds, by each name they went by (group cards
         change), with their share of the memories; kept while the scope's version holds."""

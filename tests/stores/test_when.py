@@ -68,3 +68,18 @@ def test_a_question_about_last_week_lifts_last_weeks_memory(
     assert {h.event.id for h in store.search(EventQuery(
         text="面馆", platform="qq", chat_type="group", chat_id="g1",
         about=window_of("上周", NOW)))} == {"e0", "e1"}  # fmt: skip  # lifted, never dropped
+
+
+def test_one_fusion_weight_can_be_set_alone_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from groupmind.settings import Settings
+
+    monkeypatch.setenv("GROUPMIND_SEARCH__OTHER__PERSON", "0")
+    monkeypatch.setenv("GROUPMIND_SEARCH__ZH__LEXICAL", "0.25")
+    search = Settings(_env_file=None).search  # type: ignore[call-arg]
+    assert (search.other.dense, search.other.lexical, search.other.person) == (0.5, 1.0, 0.0)
+    assert (search.zh.dense, search.zh.lexical, search.zh.person) == (1.0, 0.25, 1.0)
+    assert (
+        search.weights_for("小明在哪") is search.zh and search.weights_for("where") is search.other
+    )
