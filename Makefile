@@ -51,7 +51,7 @@ $(DEPLOY_VENV)/.ready: deploy/requirements.txt pyproject.toml
 deploy-venv: $(DEPLOY_VENV)/.ready
 
 # Benchmarks: figures printed with the machine noted; not part of `make test`.
-bench: bench-locomo bench-irc bench-latency bench-leaks bench-faults
+bench: bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-memory
 
 bench-locomo: setup
 	$(BIN)/python -m benchmarks.locomo $(ARGS)
