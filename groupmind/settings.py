@@ -16,7 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from nodes.settings import ChatSettings, RankSettings, StructuredMode
 from stores.base import Sharing, check_bot_id, check_key_part
-from stores.hybrid import Fusion
+from stores.fusion import Fusion
 
 
 class BotKey(BaseModel):

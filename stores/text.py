@@ -11,9 +11,10 @@ from functools import lru_cache
 import jieba
 import snowballstemmer
 
+from stores.script import has_cjk as has_cjk  # re-exported: the text helpers' home
+
 jieba.setLogLevel(logging.WARNING)
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _ASCII_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 _WORDLIKE = re.compile(r"\w", re.UNICODE)
 
@@ -40,10 +41,6 @@ ZH_STOPWORDS = frozenset(
 )
 
 _STEMMER = snowballstemmer.stemmer("english")
-
-
-def has_cjk(text: str) -> bool:
-    return _CJK.search(text) is not None
 
 
 @lru_cache(maxsize=65536)
