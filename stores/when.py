@@ -10,14 +10,57 @@ from __future__ import annotations
 import re
 from datetime import date, datetime, timedelta
 
-_ZH_NUM = {"一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8,
-           "九": 9, "十": 10, "几": 3, "半": 0}  # fmt: skip
-_EN_NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-           "seven": 7, "eight": 8, "nine": 9, "ten": 10, "a few": 3, "a couple of": 2,
-           "couple of": 2, "several": 4}  # fmt: skip
-_DAYS = {"今天": 0, "今日": 0, "今早": 0, "今晚": 0, "昨天": 1, "昨日": 1, "昨晚": 1,
-         "前天": 2, "大前天": 3, "today": 0, "tonight": 0, "yesterday": 1,
-         "the day before yesterday": 2}  # fmt: skip
+# --- the calendar words and arithmetic the historian (nodes/memory/absolute.py) shares ---
+
+ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7,
+             "八": 8, "九": 9, "几": 3, "半": 0}  # fmt: skip  # 几: a few
+EN_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+              "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}  # fmt: skip
+EN_VAGUE = {"a few": 3, "a couple of": 2, "couple of": 2, "several": 4}
+ZH_DAY_OFFSET = {"大前天": -3, "前天": -2, "昨天": -1, "昨日": -1, "今天": 0, "今日": 0,
+                 "明天": 1, "明日": 1, "后天": 2, "大后天": 3}  # fmt: skip
+ZH_DAYPART = {
+    "昨晚": (-1, "晚上"), "昨夜": (-1, "夜里"), "今晚": (0, "晚上"), "今夜": (0, "夜里"),
+    "明晚": (1, "晚上"), "今早": (0, "早上"), "今晨": (0, "早上"), "明早": (1, "早上"),
+}  # fmt: skip
+EN_DAY_OFFSET = {"the day before yesterday": -2, "yesterday": -1, "today": 0, "tonight": 0,
+                 "tomorrow": 1, "the day after tomorrow": 2}  # fmt: skip
+
+
+def zh_number(text: str) -> int:
+    """二十三, 十五, 3, 两 -> an int (几: 3)."""
+    if text.isdigit():
+        return int(text)
+    if text.startswith("十"):
+        return 10 + (ZH_DIGITS.get(text[1:], 0) if len(text) > 1 else 0)
+    if "十" in text:
+        tens, _, ones = text.partition("十")
+        return ZH_DIGITS.get(tens, 1) * 10 + (ZH_DIGITS.get(ones, 0) if ones else 0)
+    return ZH_DIGITS.get(text, 1)
+
+
+def en_number(text: str) -> int:
+    t = text.lower()
+    return int(t) if t.isdigit() else EN_NUMBERS.get(t, EN_VAGUE.get(t, 1))
+
+
+def month_shift(d: date, months: int) -> date:
+    """The first day of the month ``months`` from ``d``'s."""
+    index = d.year * 12 + d.month - 1 + months
+    return date(index // 12, index % 12 + 1, 1)
+
+
+def week_start(d: date, weeks: int = 0) -> date:
+    """The Monday of ``d``'s week, ``weeks`` weeks on."""
+    return d - timedelta(days=d.weekday()) + timedelta(weeks=weeks)
+
+
+# --- the span a question is about ----------------------------------------------------------
+
+# longest first: 大前天 before 前天
+_ZH_DAYS = sorted([*ZH_DAY_OFFSET.items(), *((w, d) for w, (d, _) in ZH_DAYPART.items())],
+                  key=lambda wd: -len(wd[0]))  # fmt: skip
+
 ZH_AGO = re.compile(
     r"([一二两三四五六七八九十几半\d]+)(天|日|周|个星期|个礼拜|个月|年)(?:以前|之前|前)"
 )
@@ -33,7 +76,9 @@ EN_AGO = re.compile(
 EN_SPAN = re.compile(
     r"\b(last|this) (week|month|year|weekend)\b|\b(recently|lately|the other day)\b", re.IGNORECASE
 )
-EN_DAYS = re.compile(r"\b(the day before yesterday|yesterday|today|tonight)\b", re.IGNORECASE)
+EN_DAYS = re.compile(
+    r"\b(?:" + "|".join(sorted(EN_DAY_OFFSET, key=len, reverse=True)) + r")\b", re.IGNORECASE
+)
 
 
 def _day(d: date, now: datetime) -> tuple[datetime, datetime]:
@@ -41,10 +86,12 @@ def _day(d: date, now: datetime) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=1)
 
 
-def _month(year: int, month: int, now: datetime) -> tuple[datetime, datetime]:
-    start = datetime(year, month, 1, tzinfo=now.tzinfo)
-    nxt = datetime(year + month // 12, month % 12 + 1, 1, tzinfo=now.tzinfo)
-    return start, nxt
+def _month(d: date, now: datetime) -> tuple[datetime, datetime]:
+    """The month that starts on ``d``."""
+    nxt = month_shift(d, 1)
+    return datetime(d.year, d.month, 1, tzinfo=now.tzinfo), datetime(
+        nxt.year, nxt.month, 1, tzinfo=now.tzinfo
+    )
 
 
 def _back(now: datetime, n: int, unit: str) -> tuple[datetime, datetime]:
@@ -56,21 +103,9 @@ def _back(now: datetime, n: int, unit: str) -> tuple[datetime, datetime]:
         mid = now - timedelta(weeks=n)
         return mid - timedelta(days=4), mid + timedelta(days=4)
     if unit in ("个月", "month"):
-        index = today.year * 12 + today.month - 1 - n
-        return _month(index // 12, index % 12 + 1, now)
+        return _month(month_shift(today, -n), now)
     year = today.year - n
     return datetime(year, 1, 1, tzinfo=now.tzinfo), datetime(year + 1, 1, 1, tzinfo=now.tzinfo)
-
-
-def _number(text: str) -> int:
-    if text.isdigit():
-        return int(text)
-    if text in _ZH_NUM:
-        return _ZH_NUM[text]
-    if "十" in text:
-        tens, _, ones = text.partition("十")
-        return _ZH_NUM.get(tens, 1) * 10 + _ZH_NUM.get(ones, 0)
-    return _EN_NUM.get(text.lower(), 1)
 
 
 def window_of(text: str, now: datetime) -> tuple[float, float] | None:
@@ -91,14 +126,14 @@ def _window(text: str, now: datetime) -> tuple[datetime, datetime] | None:
             d = d.replace(year=year - 1)
         return _day(d, now)
     if m := EN_DAYS.search(text):
-        return _day(today - timedelta(days=_DAYS[m.group(0).lower()]), now)
-    for word in sorted((w for w in _DAYS if not w.isascii()), key=len, reverse=True):
+        return _day(today + timedelta(days=EN_DAY_OFFSET[m.group(0).lower()]), now)
+    for word, offset in _ZH_DAYS:
         if word in text:
-            return _day(today - timedelta(days=_DAYS[word]), now)
+            return _day(today + timedelta(days=offset), now)
     if m := ZH_AGO.search(text):
-        return _back(now, _number(m.group(1)), m.group(2))
+        return _back(now, zh_number(m.group(1)), m.group(2))
     if m := EN_AGO.search(text):
-        return _back(now, _number(m.group(1)), m.group(2).lower())
+        return _back(now, en_number(m.group(1)), m.group(2).lower())
     if m := ZH_SPAN.search(text):
         return _span(m.group(0), now)
     if m := EN_SPAN.search(text):
@@ -108,17 +143,12 @@ def _window(text: str, now: datetime) -> tuple[datetime, datetime] | None:
 
 def _span(word: str, now: datetime) -> tuple[datetime, datetime]:
     today = now.date()
-    monday = datetime(today.year, today.month, today.day, tzinfo=now.tzinfo) - timedelta(
-        days=today.weekday()
-    )
+    back = 2 if word.startswith("上上") else 1 if word[0] in "上l" else 0  # 上周, last week
     if word[-1] in "周期拜" or word.endswith("week") or word.endswith("weekend"):
-        weeks = 2 if word.startswith("上上") else 1 if word[0] in "上l" else 0
-        start = monday - timedelta(weeks=weeks)
+        start = _day(week_start(today, -back), now)[0]
         return start, start + timedelta(weeks=1)
     if word.endswith("月") or word.endswith("month"):
-        back = 1 if word[0] in "上l" else 0
-        index = today.year * 12 + today.month - 1 - back
-        return _month(index // 12, index % 12 + 1, now)
+        return _month(month_shift(today, -back), now)
     if word.endswith("年") or word.endswith("year"):
         year = today.year - {"去": 1, "前": 2, "l": 1}.get(word[0], 0)
         return datetime(year, 1, 1, tzinfo=now.tzinfo), datetime(year + 1, 1, 1, tzinfo=now.tzinfo)

@@ -27,24 +27,19 @@ from nodes.memory.lexicon import (
     protected_spans,
 )
 from stores.text import has_cjk
+from stores.when import (
+    EN_DAY_OFFSET,
+    EN_VAGUE,
+    ZH_DAY_OFFSET,
+    ZH_DAYPART,
+    en_number,
+    month_shift,
+    week_start,
+    zh_number,
+)
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
           "September", "October", "November", "December")  # fmt: skip
-ZH_DIGITS = {
-    "零": 0,
-    "一": 1,
-    "二": 2,
-    "两": 2,
-    "三": 3,
-    "四": 4,
-    "五": 5,
-    "六": 6,
-    "七": 7,
-    "八": 8,
-    "九": 9,
-}
-EN_NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-              "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12}  # fmt: skip
 ZH_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 _LEADING_PREPOSITION = re.compile(r"^(?:on|in|at|as of) ")
 _PREPOSITION = re.compile(
@@ -82,32 +77,6 @@ def en_date(d: date) -> str:
     return f"{d.day} {MONTHS[d.month - 1]} {d.year}"
 
 
-def _month_shift(d: date, months: int) -> date:
-    index = d.year * 12 + d.month - 1 + months
-    return date(index // 12, index % 12 + 1, 1)
-
-
-def _week_start(d: date, weeks: int = 0) -> date:
-    return d - timedelta(days=d.weekday()) + timedelta(weeks=weeks)
-
-
-def _zh_number(text: str) -> int:
-    if text.isdigit():
-        return int(text)
-    if text.startswith("十"):
-        return 10 + (ZH_DIGITS.get(text[1:], 0) if len(text) > 1 else 0)
-    if "十" in text:
-        tens, _, ones = text.partition("十")
-        return ZH_DIGITS.get(tens, 1) * 10 + (ZH_DIGITS.get(ones, 0) if ones else 0)
-    return ZH_DIGITS.get(text, 1)
-
-
-_ZH_DAY_OFFSET = {"大前天": -3, "前天": -2, "昨天": -1, "昨日": -1, "今天": 0, "今日": 0,
-                  "明天": 1, "明日": 1, "后天": 2, "大后天": 3}  # fmt: skip
-_ZH_DAYPART = {
-    "昨晚": (-1, "晚上"), "昨夜": (-1, "夜里"), "今晚": (0, "晚上"), "今夜": (0, "夜里"),
-    "明晚": (1, "晚上"), "今早": (0, "早上"), "今晨": (0, "早上"), "明早": (1, "早上"),
-}  # fmt: skip
 _ZH_YEAR = {"前年": -2, "去年": -1, "今年": 0, "明年": 1, "后年": 2}
 _ZH_NUMERIC = re.compile(
     r"([一二两三四五六七八九十\d]+)(天|日|周|个星期|个礼拜|个月|年)(以前|之前|前|以后|之后|后)"
@@ -117,15 +86,15 @@ _ZH_WEEK = re.compile(r"(上|下|这|本)个?(?:周|星期|礼拜)([一二三四
 
 def zh_time(word: str, now: datetime) -> str:
     today = now.date()
-    if word in _ZH_DAY_OFFSET:
-        return zh_date(today + timedelta(days=_ZH_DAY_OFFSET[word]))
-    if word in _ZH_DAYPART:
-        days, part = _ZH_DAYPART[word]
+    if word in ZH_DAY_OFFSET:
+        return zh_date(today + timedelta(days=ZH_DAY_OFFSET[word]))
+    if word in ZH_DAYPART:
+        days, part = ZH_DAYPART[word]
         return zh_date(today + timedelta(days=days)) + part
     if word in _ZH_YEAR:
         return f"{today.year + _ZH_YEAR[word]}年"
     if word in ("上个月", "上月", "下个月", "下月", "这个月", "本月"):
-        d = _month_shift(today, -1 if word[0] == "上" else 1 if word[0] == "下" else 0)
+        d = month_shift(today, -1 if word[0] == "上" else 1 if word[0] == "下" else 0)
         return f"{d.year}年{d.month}月"
     if word in ("刚才", "刚刚", "方才"):
         return f"{zh_date(today)}{now:%H:%M}前后"
@@ -137,7 +106,7 @@ def zh_time(word: str, now: datetime) -> str:
         return f"{zh_date(today)}时"
     if m := _ZH_WEEK.fullmatch(word):
         weeks = {"上": -1, "下": 1}.get(m.group(1), 0)
-        monday = _week_start(today, weeks)
+        monday = week_start(today, weeks)
         if m.group(2) == "末":
             saturday = monday + timedelta(days=5)
             return f"{zh_date(saturday)}至{(saturday + timedelta(days=1)).day}日周末"
@@ -145,14 +114,14 @@ def zh_time(word: str, now: datetime) -> str:
             return zh_date(monday + timedelta(days=ZH_WEEKDAY[m.group(2)]))
         return f"{zh_date(monday)}那一周"
     if m := _ZH_NUMERIC.fullmatch(word):
-        n, unit, direction = _zh_number(m.group(1)), m.group(2), m.group(3)
+        n, unit, direction = zh_number(m.group(1)), m.group(2), m.group(3)
         sign = -1 if "前" in direction else 1
         if unit in ("天", "日"):
             return zh_date(today + timedelta(days=sign * n))
         if unit in ("周", "个星期", "个礼拜"):
             return f"{zh_date(today + timedelta(weeks=sign * n))}前后"
         if unit == "个月":
-            d = _month_shift(today, sign * n)
+            d = month_shift(today, sign * n)
             return f"{d.year}年{d.month}月"
         return f"{today.year + sign * n}年"
     return word
@@ -161,12 +130,10 @@ def zh_time(word: str, now: datetime) -> str:
 def en_time(phrase: str, now: datetime) -> str:
     """An absolute phrase that can stand where the relative one stood ("on 7 May 2023")."""
     p, today = phrase.lower(), now.date()
-    simple = {"the day before yesterday": -2, "yesterday": -1, "today": 0, "tomorrow": 1,
-              "the day after tomorrow": 2}  # fmt: skip
-    if p in simple:
-        return f"on {en_date(today + timedelta(days=simple[p]))}"
     if p in ("tonight", "last night"):
         return f"on the night of {en_date(today - timedelta(days=p == 'last night'))}"
+    if p in EN_DAY_OFFSET:
+        return f"on {en_date(today + timedelta(days=EN_DAY_OFFSET[p]))}"
     if p.startswith("this ") and p[5:] in ("morning", "afternoon", "evening"):
         return f"on the {p[5:]} of {en_date(today)}"
     if p == "just now":
@@ -184,32 +151,31 @@ def en_time(phrase: str, now: datetime) -> str:
         elif which in ("next", "coming"):
             d = today + timedelta(days=(target - today.weekday()) % 7 or 7)
         else:
-            d = _week_start(today) + timedelta(days=target)
+            d = week_start(today) + timedelta(days=target)
         return f"on {unit.capitalize()}, {en_date(d)}"
     if which in ("last", "next", "this", "coming") and unit in ("weekend", "week", "month", "year"):
         step = {"last": -1, "next": 1, "coming": 1}.get(which, 0)
         if unit == "weekend":
-            saturday = _week_start(today, step) + timedelta(days=5)
+            saturday = week_start(today, step) + timedelta(days=5)
             return f"on the weekend of {en_date(saturday)}"
         if unit == "week":
-            return f"in the week of {en_date(_week_start(today, step))}"
+            return f"in the week of {en_date(week_start(today, step))}"
         if unit == "month":
-            d = _month_shift(today, step)
+            d = month_shift(today, step)
             return f"in {MONTHS[d.month - 1]} {d.year}"
         return f"in {today.year + step}"
     if p.endswith(" ago"):
         amount, unit = p[: -len(" ago")].rsplit(" ", 1)
         unit = unit.rstrip("s")
-        vague = amount in ("a few", "a couple of", "couple of", "several")
-        n = EN_NUMBERS.get(amount, int(amount) if amount.isdigit() else 1)
-        if vague:
+        n = en_number(amount)
+        if amount in EN_VAGUE:
             return f"a few {unit}s before {en_date(today)}"
         if unit == "day":
             return f"on {en_date(today - timedelta(days=n))}"
         if unit == "week":
             return f"around {en_date(today - timedelta(weeks=n))}"
         if unit == "month":
-            d = _month_shift(today, -n)
+            d = month_shift(today, -n)
             return f"in {MONTHS[d.month - 1]} {d.year}"
         return f"in {today.year - n}"
     return phrase
