@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from nodes.memory.coref import Cast, en_place, zh_place, zh_pronoun_edits
+from nodes.memory.coref import Scene, en_place, zh_place, zh_pronoun_edits
 from nodes.memory.lexicon import (
     EN_FIRST,
     EN_FIRST_PLURAL,
@@ -46,24 +45,6 @@ _PREPOSITION = re.compile(
     r"\b(?:since|until|till|from|before|after|by|of|for|than|to|in|at|on|into|near|around)\s+$",
     re.I,
 )
-
-
-@dataclass(frozen=True)
-class Scene:
-    """Who and where the relative words point at, for one speaker's text."""
-
-    when: datetime
-    speaker: str
-    addressee: str
-    place_zh: str
-    place_en: str
-    names: tuple[str, ...] = field(default_factory=tuple)
-    others: tuple[str, ...] = ()  # the conversation's other speakers, newest first
-    earlier: tuple[str, ...] = ()  # the recent messages' texts, newest first
-
-    def cast(self, chat_place: str) -> Cast:
-        return Cast(self.speaker, self.addressee, chat_place, self.others, self.earlier,
-                    self.names)  # fmt: skip
 
 
 # --- dates --------------------------------------------------------------------------------
@@ -216,17 +197,16 @@ def absolutize(text: str, scene: Scene) -> str:
         for m in pattern.finditer(text):
             add(m.start(), m.end(), fn(m.group(0)), phrase)
 
-    zh, en = scene.cast(scene.place_zh), scene.cast(scene.place_en)
     each(ZH_TIME, lambda w: zh_time(w, scene.when))
     for m in ZH_PLACE.finditer(text):
-        add(m.start(), m.end(), zh_place(text, m.start(), m.end(), zh))
+        add(m.start(), m.end(), zh_place(text, m.start(), m.end(), scene))
     each(EN_TIME, lambda w: en_time(w, scene.when), phrase=True)
     for m in en_places(text):
-        add(m.start(), m.end(), en_place(text, m.start(), m.group(0), en), True)
+        add(m.start(), m.end(), en_place(text, m.start(), m.group(0), scene), True)
     for pattern in (EN_FIRST, EN_FIRST_PLURAL, EN_SECOND):
         each(pattern, lambda w: _en_pronoun(w, scene))
     if has_cjk(text):
-        for start, end, replacement in zh_pronoun_edits(text, zh):
+        for start, end, replacement in zh_pronoun_edits(text, scene):
             add(start, end, replacement)
 
     out, cursor = [], 0

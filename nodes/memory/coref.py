@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from nodes.memory.lexicon import (
     ZH_FIRST,
@@ -45,15 +46,17 @@ EN_NOT_PLACE = re.compile(
 
 
 @dataclass(frozen=True)
-class Cast:
-    """The people and places around one speaker's words."""
+class Scene:
+    """Who and where the relative words point at, for one speaker's text."""
 
+    when: datetime
     speaker: str
     addressee: str
-    chat_place: str  # what 这里 means when the chat is meant
+    place_zh: str  # what 这里 means when the chat is meant
+    place_en: str  # what "here" means when the chat is meant
+    names: tuple[str, ...] = field(default_factory=tuple)  # names known in the chat
     others: tuple[str, ...] = ()  # the conversation's other speakers, newest first
     earlier: tuple[str, ...] = ()  # the recent messages' texts, newest first
-    known: tuple[str, ...] = field(default_factory=tuple)  # names known in the chat
 
 
 def people_in(text: str, known: Iterable[str]) -> list[tuple[int, str]]:
@@ -73,59 +76,59 @@ def people_in(text: str, known: Iterable[str]) -> list[tuple[int, str]]:
     return sorted(found)
 
 
-def _mentions(before: str, cast: Cast) -> Iterator[list[str]]:
+def _mentions(before: str, scene: Scene) -> Iterator[list[str]]:
     """The people named in the text before the pronoun, then in each recent message, newest
     first (the speaker excluded: they say 我)."""
-    for text in (before, *cast.earlier):
-        names = [n for _, n in people_in(text, cast.known) if n != cast.speaker]
+    for text in (before, *scene.earlier):
+        names = [n for _, n in people_in(text, scene.names) if n != scene.speaker]
         if names:
             yield list(dict.fromkeys(names))
 
 
-def last_person(before: str, cast: Cast) -> str | None:
-    return next((names[-1] for names in _mentions(before, cast)), None)
+def last_person(before: str, scene: Scene) -> str | None:
+    return next((names[-1] for names in _mentions(before, scene)), None)
 
 
-def last_people(before: str, cast: Cast) -> str | None:
-    return next((join_names(names) for names in _mentions(before, cast) if len(names) > 1), None)
+def last_people(before: str, scene: Scene) -> str | None:
+    return next((join_names(names) for names in _mentions(before, scene) if len(names) > 1), None)
 
 
 def join_names(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else "、".join(names[:-1]) + "和" + names[-1]
 
 
-def last_place_zh(before: str, cast: Cast) -> str | None:
-    for text in (before, *cast.earlier):
+def last_place_zh(before: str, scene: Scene) -> str | None:
+    for text in (before, *scene.earlier):
         places = [w for w, flag, _ in tagged(text) if flag in PLACE_POS and len(w) > 1]
         if places:
             return places[-1]
     return None
 
 
-def last_place_en(before: str, cast: Cast) -> str | None:
-    for text in (before, *cast.earlier):
+def last_place_en(before: str, scene: Scene) -> str | None:
+    for text in (before, *scene.earlier):
         if found := [p for p in EN_PLACE_NAME.findall(text) if not EN_NOT_PLACE.match(p)]:
             return str(found[-1])
     return None
 
 
-def _who(pronoun: str, before: str, cast: Cast) -> str | None:
+def _who(pronoun: str, before: str, scene: Scene) -> str | None:
     if pronoun in ZH_FIRST:
-        return cast.speaker
+        return scene.speaker
     if pronoun in ZH_SECOND:
-        return cast.addressee
+        return scene.addressee
     if pronoun in ZH_THIRD:
-        return last_person(before, cast)
+        return last_person(before, scene)
     if pronoun in ZH_FIRST_PLURAL:
-        return f"{cast.speaker}等人"
+        return f"{scene.speaker}等人"
     if pronoun in ZH_SECOND_PLURAL:
-        return join_names(cast.others[:3]) if cast.others else cast.addressee
+        return join_names(scene.others[:3]) if scene.others else scene.addressee
     if pronoun in ZH_THIRD_PLURAL:
-        return last_people(before, cast)
+        return last_people(before, scene)
     return None  # 它: a thing, left for the gate
 
 
-def zh_pronoun_edits(text: str, cast: Cast) -> list[tuple[int, int, str]]:
+def zh_pronoun_edits(text: str, scene: Scene) -> list[tuple[int, int, str]]:
     """(start, end, replacement) for each Chinese pronoun the rules resolve."""
     edits: list[tuple[int, int, str]] = []
     clause, cursor, opened_at = 0, 0, 0
@@ -137,7 +140,7 @@ def zh_pronoun_edits(text: str, cast: Cast) -> list[tuple[int, int, str]]:
             if text[i] in CLAUSE_END or text[i] in SENTENCE_END:
                 clause, opened_at = clause + 1, i + 1
         cursor = start
-        who = _who(pronoun, text[:start], cast)
+        who = _who(pronoun, text[:start], scene)
         if who is None:
             continue
         if len(pronoun) > 1 or pronoun in ZH_FIRST_PLURAL:
@@ -156,30 +159,30 @@ def zh_pronoun_edits(text: str, cast: Cast) -> list[tuple[int, int, str]]:
     return edits
 
 
-def zh_place(text: str, start: int, end: int, cast: Cast) -> str:
+def zh_place(text: str, start: int, end: int, scene: Scene) -> str:
     """What 这里 / 那边 stand for at text[start:end]."""
     word, after = text[start:end], text[end : end + 3]
     if word == "本群" or (word in ZH_HERE and ZH_CHAT_MEANT.match(after)):
-        return cast.chat_place
-    if _after_person(text[:start], cast):
+        return scene.place_zh
+    if _after_person(text[:start], scene):
         return ""  # 我这边没问题 -> 小明没问题: the person is the place
     if word in ZH_HERE:
-        return f"{cast.speaker}所在的地方"
-    return last_place_zh(text[:start], cast) or f"{cast.speaker}提到的地方"
+        return f"{scene.speaker}所在的地方"
+    return last_place_zh(text[:start], scene) or f"{scene.speaker}提到的地方"
 
 
-def _after_person(before: str, cast: Cast) -> bool:
+def _after_person(before: str, scene: Scene) -> bool:
     tail = before.rstrip()
     if tail[-1:] in {"我", "你", "他", "她", "您", "俺", "咱"} or tail.endswith(("们",)):
         return True
-    return any(tail.endswith(n) for n in (cast.speaker, cast.addressee, *cast.known) if n)
+    return any(tail.endswith(n) for n in (scene.speaker, scene.addressee, *scene.names) if n)
 
 
-def en_place(text: str, start: int, word: str, cast: Cast) -> str:
+def en_place(text: str, start: int, word: str, scene: Scene) -> str:
     """What "here" / "there" stand for (a phrase that can stand where it stood)."""
     if word.lower() == "here":
         if EN_CHAT_MEANT.search(text[:start]):
-            return f"in {cast.chat_place}"
-        return f"where {cast.speaker} is"
-    place = last_place_en(text[:start], cast)
-    return f"in {place}" if place else f"at the place {cast.speaker} mentioned"
+            return f"in {scene.place_en}"
+        return f"where {scene.speaker} is"
+    place = last_place_en(text[:start], scene)
+    return f"in {place}" if place else f"at the place {scene.speaker} mentioned"

@@ -16,7 +16,8 @@ from langchain_core.messages import HumanMessage
 
 from nodes import model
 from nodes.deps import Deps, need_chat
-from nodes.memory.absolute import Scene, absolutize
+from nodes.memory.absolute import absolutize
+from nodes.memory.coref import Scene
 from nodes.memory.judge import required_names
 from nodes.model import Usage
 from nodes.prompt_blocks import DATA_HEADER, info_label, quoted

@@ -6,7 +6,8 @@ from datetime import datetime
 
 import pytest
 
-from nodes.memory.absolute import Scene, absolutize
+from nodes.memory.absolute import absolutize
+from nodes.memory.coref import Scene
 from nodes.memory.lexicon import find_relative
 from tests.conftest import SHANGHAI
 
