@@ -90,16 +90,18 @@ NAME_POS = ("nr", "nrt", "nrfg")  # jieba's person-name tags
 PLACE_POS = ("ns",)
 
 
-def tagged(text: str) -> list[tuple[str, str, int]]:
+@lru_cache(maxsize=8192)
+def tagged(text: str) -> tuple[tuple[str, str, int], ...]:
     """jieba's (word, part-of-speech tag, start offset): nr person names, ns places, nt
-    organisations, ..."""
+    organisations, ... Cached: a chat's recent messages are read again for every pronoun and
+    by every job that follows."""
     import jieba.posseg  # its HMM tables load on first use: only when needed
 
     out, at = [], 0
     for pair in jieba.posseg.cut(text):
         out.append((pair.word, pair.flag, at))
         at += len(pair.word)
-    return out
+    return tuple(out)
 
 
 COMMON_WORD = 1000  # jieba's dictionary count above which a word is a word, not a name
