@@ -172,6 +172,14 @@ class MemoryJob(BaseModel):
     def when(self) -> datetime:
         return datetime.fromisoformat(self.timestamp)
 
+    def addressed(self) -> RecentMessage | None:
+        """Whom the speaker's 你 means: the last other speaker in recent_messages (None:
+        nobody else spoke, so it is the bot)."""
+        for message in reversed(self.recent_messages):
+            if message.user_id != self.user_id and message.user_name != self.user_name:
+                return message
+        return None
+
     @property
     def place(self) -> str:
         """What 这里/here means in this job: the group's name, or the private chat."""

@@ -30,7 +30,7 @@ from nodes.memory.profile_change import (
     trim_impression,
     unique,
 )
-from nodes.memory.profile_rules import others_told, rules_change
+from nodes.memory.profile_rules import in_their_words, rules_change, told
 from nodes.model import Usage
 from nodes.prompt_blocks import DATA_HEADER, info_label, quoted
 from state.context import Context
@@ -171,8 +171,11 @@ def merge_profile_llm(state: MemoryState, ctx: Context, deps: Deps) -> dict[str,
 def merge_profile_rules(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
     job = current_job(state)
     persona = state.get("persona_name", job.persona_id)
+    info = in_their_words(job, persona)
+    about = told(job, info)
+    others = [uid for uid in about if uid != job.user_id]
     change = apply_with_retry(
-        deps, job, lambda cur: rules_change(job, cur, persona), others=others_told(job)
+        deps, job, lambda cur: rules_change(job, cur, info, about), others=others
     )
     return {"profile": change}
 

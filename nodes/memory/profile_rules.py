@@ -102,38 +102,26 @@ def people_named(job: MemoryJob) -> dict[str, str]:
     return name_index([*pairs, (job.user_id, job.user_name)])
 
 
-def addressee_id(job: MemoryJob) -> str | None:
-    """Whom the speaker's 你 means: the last other person who spoke (None: the bot)."""
-    for m in reversed(job.recent_messages):
-        if m.user_id and m.user_id != job.user_id:
-            return m.user_id
-    return None
-
-
 def told(job: MemoryJob, info: str) -> dict[str, list[dict[str, str]]]:
-    """The facts ``info`` states, by the user id they are about, with their provenance."""
+    """The facts ``info`` (``in_their_words``) states, by the user id they are about, with
+    their provenance. Only the person's own words are credited to others: in the bot's
+    notes about them (``new_info_by="bot"``) only they are the subject."""
     names = people_named(job)
+    own_words = job.new_info_by == "user"
     by_user: dict[str, list[dict[str, str]]] = {}
     for fact in stated(info, tuple(names)):
+        uid: str | None = None
         if fact.subject == SELF:
-            uid: str | None = job.user_id
-        elif fact.subject == ADDRESSEE:
-            uid = addressee_id(job) if job.new_info_by == "user" else None
-        else:
+            uid = job.user_id
+        elif own_words and fact.subject == ADDRESSEE:
+            other = job.addressed()
+            uid = other.user_id if other is not None else None
+        elif own_words:
             uid = names.get(fact.subject)
         if uid is not None:
             entry = {"type": fact.type, "value": fact.value, **provenance(job)}
             by_user.setdefault(uid, []).append(entry)
     return by_user
-
-
-def others_told(job: MemoryJob) -> list[str]:
-    """The other people whose profiles the rules merge may write (read before it runs)."""
-    return [
-        uid
-        for uid in told(job, job.new_info if job.new_info_by == "user" else "")
-        if uid != job.user_id
-    ]
 
 
 def learn(learned: LearnedProfile, facts: list[dict[str, str]], prefs: list[str]) -> None:
@@ -154,18 +142,21 @@ def learn(learned: LearnedProfile, facts: list[dict[str, str]], prefs: list[str]
     }
 
 
-def rules_change(job: MemoryJob, current: Current, persona: str = "") -> ProfileChange:
-    info, ts = in_their_words(job, persona or job.persona_id), job.when.timestamp()
+def rules_change(
+    job: MemoryJob, current: Current, info: str, about: dict[str, list[dict[str, str]]]
+) -> ProfileChange:
+    """The change ``info`` (``in_their_words``) makes, with ``about`` its facts (``told``):
+    both are read once, before the read-compute-write loop that may run this again."""
+    ts = job.when.timestamp()
     rel = base_relationship(job, current.relationship)
     learned = base_learned(job, current.learned)
-    about = told(job, info)
     tool = [{**f.model_dump(), **provenance(job)} for f in job.key_facts]  # the reply model's
-    learn(learned, [*about.pop(job.user_id, []), *tool], likes(info))
+    learn(learned, [*about.get(job.user_id, []), *tool], likes(info))
     others = []
     names = {uid: name for name, uid in people_named(job).items()}
     for uid, facts in about.items():
-        if uid not in current.others:
-            continue  # not read before this merge: never written blind
+        if uid == job.user_id or uid not in current.others:
+            continue  # others not read before this merge are never written blind
         other = other_learned(job, uid, names.get(uid, uid), current.others[uid])
         learn(other, facts, [])
         others.append(other)

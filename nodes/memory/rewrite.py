@@ -106,11 +106,9 @@ def rewrite_llm(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
 
 
 def addressee(job: MemoryJob, persona_name: str) -> str:
-    """Whom the user's "you" means: the last other speaker in recent_messages, else the bot."""
-    for message in reversed(job.recent_messages):
-        if message.user_id != job.user_id and message.user_name != job.user_name:
-            return message.user_name
-    return persona_name
+    """Whom the user's "you" means: the last other speaker, else the bot."""
+    other = job.addressed()
+    return other.user_name if other is not None else persona_name
 
 
 def rules_parts(job: MemoryJob, persona: str) -> tuple[str, str]:

@@ -245,3 +245,24 @@ def test_pronoun_and_place_values_from_a_model_are_refused_too(deps: Deps) -> No
     proposed = [{"type": "location", "value": "那个地方"}, {"type": "partner", "value": "她"},
                 {"type": "job", "value": "厨师"}]  # fmt: skip
     assert merge_key_facts([], proposed) == [{"type": "job", "value": "厨师"}]
+
+
+def test_the_rules_merge_reads_the_message_once_and_can_run_again(deps: Deps) -> None:
+    """The read-compute-write loop may compute twice (a concurrent write): the statement,
+    read once before it, must come out the same both times."""
+    from nodes.memory.profile_change import Current
+    from nodes.memory.profile_rules import rules_change, told
+    from state.memory import current_job
+
+    recent = [{"user_id": "10002", "user_name": "小红", "content": "在吗"}]
+    state = state_for(deps, new_info="我住在杭州，小红是医生", recent_messages=recent)
+    job = current_job(state)  # type: ignore[arg-type]
+    about = told(job, job.new_info)
+    current = Current(None, None, None, others={"10002": None})
+    first, again = (rules_change(job, current, job.new_info, about) for _ in range(2))
+    assert (
+        facts(first.learned.key_facts)
+        == facts(again.learned.key_facts)
+        == [{"type": "location", "value": "杭州"}]
+    )
+    assert [facts(o.key_facts) for o in again.others] == [[{"type": "job", "value": "医生"}]]
