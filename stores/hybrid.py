@@ -78,12 +78,12 @@ def diverse(
     times counts ``factor ** n`` of its score (five turns of one session do not crowd out
     the one other session that holds the rest of the answer)."""
     picked: list[tuple[str, float]] = []
-    per_session: dict[int, int] = defaultdict(int)
+    per_session: dict[int | str, int] = defaultdict(int)
     left = list(ranked)
 
-    def session(event_id: str) -> int:
-        event = records.get(event_id)
-        return int(event.timestamp // SESSION_GAP_S) if event is not None else hash(event_id)
+    def session(event_id: str) -> int | str:
+        event = records.get(event_id)  # unknown: a session of its own
+        return int(event.timestamp // SESSION_GAP_S) if event is not None else event_id
 
     while left and len(picked) < k:
         at = max(

@@ -28,7 +28,6 @@ class Focus:
     names: tuple[str, ...] = ()
     lexical_text: str = ""
     dense_text: str = ""
-    by_name: dict[str, str] = field(default_factory=dict)
 
     def about(self, user_id: str, text: str) -> bool:
         return user_id in self.user_ids or any(n in text for n in self.names)
@@ -78,22 +77,22 @@ def focus_of(text: str, names: dict[str, str], asker_id: str | None, asker_name:
     second person) plus the asker when they say 我 / I. Both sides read the question without
     them: every memory of theirs is lifted alike, so a name or a 我 left in would only rank
     their memories by how often they mention themselves."""
-    found: dict[str, str] = {}
+    ids: set[str] = set()
     content = text
     for form in sorted(names, key=len, reverse=True):
         if form in content:
-            found[form] = names[form]
+            ids.add(names[form])
             content = content.replace(form, " ")
     if asker_id is not None and (ZH_FIRST.search(text) or EN_FIRST.search(text)):
-        found.update({form: asker_id for form in name_forms(asker_name)} or {"": asker_id})
+        ids.add(asker_id)
         content = EN_FIRST.sub(" ", ZH_FIRST.sub(" ", content))
-    ids = frozenset(found.values())
-    every = {form for form, uid in names.items() if uid in ids} | {f for f in found if f}
-    content = " ".join(content.split()) if found and content.strip() else text
+    forms = {form for form, uid in names.items() if uid in ids}
+    if asker_id in ids:
+        forms.update(name_forms(asker_name))
+    content = " ".join(content.split()) if ids and content.strip() else text
     return Focus(
-        user_ids=ids,
-        names=tuple(sorted(every, key=len, reverse=True)),
+        user_ids=frozenset(ids),
+        names=tuple(sorted(forms, key=len, reverse=True)),
         lexical_text=content,
         dense_text=content,
-        by_name=found,
     )

@@ -80,7 +80,7 @@ _EN_EXISTENTIAL = re.compile(
 )
 _EN_CLAUSE_OPEN = re.compile(
     r"(?:^|[.!?,;:\"“(]|\b(?:and|but|so|because|cause|if|when|that|where|think|guess|know"
-    r"|say|said|oh|well|yes|yeah|no|ok|okay|then|now|look|see|hey|hi|maybe|sure|because)\b)\s*$",
+    r"|say|said|oh|well|yes|yeah|no|ok|okay|then|now|look|see|hey|hi|maybe|sure)\b)\s*$",
     re.IGNORECASE,
 )
 
