@@ -81,3 +81,42 @@ def test_diversity_spreads_the_top_k_over_sessions_when_asked() -> None:
     assert [i for i, _ in diverse(ranked, records, 5, 1.0)] == ["a0", "a1", "a2", "a3", "a4"]
     spread = [i for i, _ in diverse(ranked, records, 5, 0.8)]
     assert spread[:3] == ["a0", "a1", "b0"] and len(spread) == 5  # 0.85 × 0.8² < 0.7
+
+
+def test_the_people_of_a_scope_are_that_bots_that_chats_and_that_personas(
+    sqlite_engine: Engine,
+) -> None:
+    """A second bot on the same database, another chat, another persona: none of their
+    names reads as a person in this scope."""
+    from stores.sql import SqlLexicalIndex
+
+    mine, theirs = (
+        SqlLexicalIndex(sqlite_engine, bot="bot-a"),
+        SqlLexicalIndex(sqlite_engine, bot="bot-b"),
+    )
+    here = EventRecord(id="a1", text="小明入坑了原神", timestamp=1e9, user_id="u1", user_name="小明",
+                       platform="qq", chat_type="group", chat_id="g1", persona_id="default")  # fmt: skip
+    mine.upsert(here)
+    mine.upsert(
+        EventRecord(
+            **{**here.__dict__, "id": "a2", "chat_id": "g2", "user_id": "u2", "user_name": "小红"}
+        )
+    )
+    mine.upsert(
+        EventRecord(
+            **{
+                **here.__dict__,
+                "id": "a3",
+                "persona_id": "meow",
+                "user_id": "u3",
+                "user_name": "阿杰",
+            }
+        )
+    )
+    theirs.upsert(
+        EventRecord(**{**here.__dict__, "id": "b1", "user_id": "u4", "user_name": "老王"})
+    )
+    query = EventQuery(text="小红和老王呢", platform="qq", chat_type="group", chat_id="g1",
+                       persona_id="default")  # fmt: skip
+    assert mine.scope_people(query, None).names == {"小明": "u1"}
+    assert theirs.scope_people(query, None).names == {"老王": "u4"}
