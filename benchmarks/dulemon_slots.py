@@ -1,5 +1,5 @@
 """Gold profile slots for DuLeMon's persona entries (labelled here, by hand, once; the
-entries themselves are read from ../shared/data and never copied).
+entries themselves are read in place from ``GROUPMIND_SHARED_DATA`` and never copied).
 
 Each persona entry is a first-person statement ("我是巨蟹座"): what a profile should learn
 from it, as ``slot:value`` (slots as in ``stores.base.FACT_LABELS``, plus ``like`` for

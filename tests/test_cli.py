@@ -154,7 +154,7 @@ def test_demo_runs_and_shows_the_memory_at_work(cli: Any) -> None:
         "wakes the ABSENT chat",
         "CHAT → FOCUSED",
         "我记得：大家早，小明2026年11月25日要去北京出差",  # day 3 recalls day 1
-        "阿强想给小明准备礼物",  # 他 is the person named before it (issue 15)
+        "阿强想给小明准备礼物",  # 他 is the person named before it
         "rejected",
         "chat_type: unknown chat type",
         '关于"小明"',

@@ -122,7 +122,7 @@ def test_gate_finds_each_kind(text: str, kinds: list[str]) -> None:
     assert [f.kind for f in find_relative(text)] == kinds
 
 
-# --- many people (issue 15): names once per clause, 他 / 你们 / 这里 / 那边 / "here" --------
+# --- many people: names once per clause, 他 / 你们 / 这里 / 那边 / "here" --------
 
 FRIENDS = Scene(
     when=MONDAY,

@@ -1,4 +1,4 @@
-"""Key facts from what people say about themselves and about each other (issue 15)."""
+"""Key facts from what people say about themselves and about each other."""
 
 from __future__ import annotations
 

@@ -263,7 +263,7 @@ def test_emoji_picks_by_meaning(deps: Deps) -> None:
 
 
 def test_what_the_model_receives_for_my_is_the_askers_memory(deps: Deps) -> None:
-    """ "我最近在玩什么游戏" from 小红 gets 小红's memory, not 小明's (issue 15), in the
+    """ "我最近在玩什么游戏" from 小红 gets 小红's memory, not 小明's, in the
     block the reply model reads."""
     said = [("m", "10001", "小明", "小明最近在玩原神，每天都在刷副本"),  # the words match
             ("h", "10002", "小红", "小红入坑了星穹铁道"),

@@ -1,4 +1,4 @@
-"""People in a question (issue 15): a name is a person constraint, not a keyword."""
+"""People in a question: a name is a person constraint, not a keyword."""
 
 from __future__ import annotations
 

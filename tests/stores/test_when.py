@@ -1,4 +1,4 @@
-"""The span a question is about, relative to when it was asked (issue 15)."""
+"""The span a question is about, relative to when it was asked."""
 
 from __future__ import annotations
 
