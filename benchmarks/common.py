@@ -6,6 +6,8 @@ import os
 import platform
 import time
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from uuid import UUID
@@ -56,3 +58,13 @@ class NodeTimer(BaseCallbackHandler):
         if run_id in self.started:
             node, t0 = self.started.pop(run_id)
             self.ms[node].append((time.perf_counter() - t0) * 1000)
+
+
+def asked_after(jobs: Iterable[Mapping[str, Any]], days: float = 1.0) -> dict[str, float]:
+    """When each chat's questions are asked (epoch seconds): ``days`` after its last memory
+    job, as a member would ask once the conversation is over (memories fade from then)."""
+    last: dict[str, float] = {}
+    for job in jobs:
+        when = datetime.fromisoformat(job["timestamp"]).timestamp()
+        last[job["chat_id"]] = max(last.get(job["chat_id"], when), when)
+    return {chat: t + days * 86_400 for chat, t in last.items()}

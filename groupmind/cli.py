@@ -20,6 +20,7 @@ from rich.table import Table
 
 from groupmind.errors import storage_error
 from groupmind.lines import Line, judged, read_jsonl
+from groupmind.memory_cli import app as memory_app
 from groupmind.persona_cli import app as persona_app
 from groupmind.settings import Settings
 from state.validation import InputError, describe_validation_error
@@ -638,6 +639,7 @@ def onebot(
 
 
 app.add_typer(persona_app, name="persona")
+app.add_typer(memory_app, name="memory")
 
 
 def run() -> None:

@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from nodes.settings import ChatSettings, RankSettings, StructuredMode
 from stores.base import Sharing, check_bot_id, check_key_part
+from stores.decay import Decay
 from stores.fusion import Fusion
 
 
@@ -180,6 +181,7 @@ class Settings(BaseSettings):
     )
 
     search: Fusion = Fusion()
+    decay: Decay = Decay()  # fading, reinforcement and pruning (docs/memory.md, "Decay")
 
     # Reply graph.
     rank: RankSettings = RankSettings()

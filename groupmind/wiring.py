@@ -40,6 +40,7 @@ from stores.scope_vectors import ScopeVectors
 from stores.sql import (
     SqlChatStates,
     SqlContextUsage,
+    SqlEventStrength,
     SqlJobBoard,
     SqlLexicalIndex,
     SqlMessageStore,
@@ -201,6 +202,8 @@ def tenant_deps(
             held=shared.held,
             pool=shared.pool,
             fusion=settings.search,
+            strength=SqlEventStrength(engine, bot=bot),
+            decay=settings.decay,
         ),  # fmt: skip
         "profiles": SqlProfileStore(engine, bot=bot),
         "personas": shared.personas,

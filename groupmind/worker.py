@@ -135,6 +135,7 @@ class MemoryWorker:
         )
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
         self.clock = clock
+        self.bots = {bot}  # whose chats ``prune`` keeps under the cap: ours, and whose jobs ran
 
     def submit(self, raw: dict[str, Any]) -> MemoryJob:
         """Validate and queue a job; raises InputError (nothing queued) for a bad one. A job
@@ -173,6 +174,7 @@ class MemoryWorker:
 
     def run(self, row: JobRow) -> Outcome:
         bot = row.bot_id or self.bot
+        self.bots.add(bot)
         jobs, graph = self.board.queue(bot), self.tenants.memory_graph(bot)
         # The graph runs the job's own variants (graphs/memory.py); the metadata says so.
         own = row.payload.get("variants") or {}
@@ -268,15 +270,33 @@ class MemoryWorker:
                 on_done(outcome)
         return done
 
+    def prune(self) -> dict[str, dict[str, int]]:
+        """The decay pass (stores/decay.py): every chat of the bots this worker serves,
+        beyond ``DECAY__CAP``, loses its weakest prunable memories. Per bot and chat, how
+        many went."""
+        done: dict[str, dict[str, int]] = {}
+        for bot in sorted(self.bots):
+            pruned = self.tenants.deps_for(bot).events.prune(now=self.clock())
+            if pruned:
+                log.info("prune %s: %s", bot, pruned)
+                done[bot] = pruned
+        return done
+
     def serve(
         self, stop: threading.Event, poll_s: float = 1.0, max_backoff_s: float = 30.0
     ) -> None:
-        """Poll the queue until ``stop`` is set (``groupmind worker``). A lost database,
-        Chroma or model never ends it: it logs, waits (doubling, up to ``max_backoff_s``)
-        and tries again; the job it held is taken up again when its lease runs out."""
+        """Poll the queue until ``stop`` is set (``groupmind worker``), and prune every
+        ``DECAY__INTERVAL_S`` when a cap is set. A lost database, Chroma or model never ends
+        it: it logs, waits (doubling, up to ``max_backoff_s``) and tries again; the job it
+        held is taken up again when its lease runs out."""
         backoff = 0.0
+        decay = self.settings.decay
+        next_prune = time.monotonic() if decay.cap else float("inf")
         while not stop.is_set():
             try:
+                if time.monotonic() >= next_prune:
+                    self.prune()
+                    next_prune = time.monotonic() + decay.interval_s
                 ran = self.run_next() is not None
             except Exception as exc:  # noqa: BLE001 - a dependency is down: wait, retry
                 backoff = min(max_backoff_s, max(poll_s, backoff * 2))

@@ -22,9 +22,9 @@ from stores.base import (
     ChatScope,
     ChatStateRegistry,
     ContextUsageStore,
-    EventStore,
     ForgetTarget,
     JobQueue,
+    MemoryStore,
     MessageStore,
     PersonaStore,
     ProfileStore,
@@ -106,7 +106,7 @@ class ReplyThreads(Protocol):
 
 @dataclass(frozen=True, kw_only=True)
 class Deps:
-    events: EventStore
+    events: MemoryStore
     profiles: ProfileStore
     personas: PersonaStore
     chat: BaseChatModel | None = None  # None = offline: rule variants only
@@ -186,6 +186,13 @@ class Deps:
                 self.bot_name,
             )
         return self.bot_name
+
+    def people(self, stream: str) -> dict[str, str]:
+        """user id -> name of everyone who spoke in the stream, the bot left out (a memory
+        job carries only the lines since the last hand-off); {} without a message store."""
+        members = self.messages.members(stream) if self.messages is not None else {}
+        members.pop(self.bot_id, None)
+        return members
 
     def persona_names(self, persona_id: str) -> list[str]:
         """Every name the persona answers to: its display name and its aliases."""

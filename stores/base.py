@@ -176,7 +176,7 @@ class Said:
     def kept(self, lines: Sequence[Mapping[str, Any]], bot_id: str) -> list[Mapping[str, Any]]:
         """Chat lines (``user_id``, ``user_name``, ``content``) without theirs, without the
         bot's answer to theirs (a line of the bot's right after one of theirs) and without
-        lines quoting them."""
+        lines quoting or naming them."""
         kept: list[Mapping[str, Any]] = []
         after_theirs = False
         for line in lines:
@@ -186,7 +186,7 @@ class Said:
                 continue
             answer = after_theirs and str(user_id) == bot_id
             after_theirs = after_theirs and answer
-            if not answer and not self.quotes(str(line.get("content", ""))):
+            if not answer and not self.mentioned_in(str(line.get("content", ""))):
                 kept.append(line)
         return kept
 
@@ -209,15 +209,25 @@ class Said:
             len(t) < k and len(t) >= 4 and t in text for t in self.texts
         )
 
+    def named_in(self, text: str) -> bool:
+        """Whether ``text`` names them (a name of two characters or more: one character is
+        too common a word to tell)."""
+        return any(len(name) >= 2 and name in text for name in self.names)
+
+    def mentioned_in(self, text: str) -> bool:
+        """Whether ``text`` quotes or names them: a line of the bot's that does holds what
+        they said or who they are, whoever it answered."""
+        return self.quotes(text) or self.named_in(text)
+
     def answered_in(self, event: EventRecord) -> bool:
-        """Whether an event's answered message (its ``context``) is theirs: by its author,
-        or for events from before the author was kept, by the name it starts with."""
+        """Whether an event's answered message (its ``context``) is theirs (by its author,
+        or for events from before the author was kept, by the name it starts with), quotes
+        them or names them."""
         if not event.context:
             return False
-        if event.context_user_id:
-            return event.context_user_id == self.user_id or self.quotes(event.context)
-        name = event.context.split(": ", 1)[0]
-        return name in self.names or self.quotes(event.context)
+        if event.context_user_id == self.user_id or self.mentioned_in(event.context):
+            return True
+        return not event.context_user_id and event.context.split(": ", 1)[0] in self.names
 
 
 # --- events -------------------------------------------------------------------------------
@@ -242,6 +252,7 @@ class EventRecord:
     # search ("yes, last week" is findable by the question's words), never shown as memory.
     context: str = ""
     context_user_id: str = ""  # who said it (forgetting them blanks it here too)
+    importance: float = 0.5  # 0-1, from its words: how slowly it fades (stores/decay.py)
 
     def metadata(self) -> dict[str, Any]:
         return {
@@ -256,6 +267,7 @@ class EventRecord:
             "degraded": self.degraded,
             "context": self.context,
             "context_user_id": self.context_user_id,
+            "importance": self.importance,
         }
 
     @classmethod
@@ -274,6 +286,7 @@ class EventRecord:
             degraded=bool(meta.get("degraded", False)),
             context=str(meta.get("context", "")),
             context_user_id=str(meta.get("context_user_id", "")),
+            importance=float(meta.get("importance", 0.5)),
         )
 
     @property
@@ -301,6 +314,8 @@ class EventQuery:
     # The span the question is about ("上周": ``stores.when.window_of``), epoch seconds
     # [start, end): memories inside it are lifted, none is dropped.
     about: tuple[float, float] | None = None
+    # When it is asked (epoch seconds; None: now): memories fade relative to it.
+    now: float | None = None
 
     def __post_init__(self) -> None:
         if not self.platform:
@@ -374,6 +389,25 @@ class EventStore(Protocol):
     def scrub_context(self, target: ForgetTarget, said: Said) -> list[str]:
         """Blank the answered message (``context``) of the events in the target's chats
         that hold one of the person's messages; returns their ids."""
+        ...
+
+
+@runtime_checkable
+class MemoryStore(EventStore, Protocol):
+    """Event memory as the graphs use it: search, plus what keeps it alive or lets it go
+    (stores/decay.py)."""
+
+    def recalled(self, ids: Sequence[str], at: float | None = None) -> None:
+        """These memories were recalled (into a reply, a tool's answer): they fade slower."""
+        ...
+
+    def pin(self, ids: Sequence[str], pinned: bool = True) -> list[str]:
+        """Pin (or unpin): never faded, never pruned. Returns the ids found."""
+        ...
+
+    def prune(self, now: float | None = None, cap: int | None = None) -> dict[str, int]:
+        """Per chat over the cap, delete its weakest old, unimportant, never-recalled,
+        unpinned memories; how many went, per chat key."""
         ...
 
 
@@ -687,9 +721,10 @@ class MessageStore(Protocol):
         content: shared by the chat's personas)."""
         ...
 
-    def forget(self, target: ForgetTarget) -> dict[str, int]:
-        """Delete the messages (and memberships) the target covers; returns how many went,
-        per stream."""
+    def forget(self, target: ForgetTarget, said: Said | None = None) -> dict[str, int]:
+        """Delete the messages (and memberships) the target covers; for a person, with
+        ``said``, also the bot's lines in those chats that quote or name them; returns how
+        many went, per stream."""
         ...
 
     def said_by(self, target: ForgetTarget) -> Said:
@@ -743,4 +778,7 @@ class ContextUsage:
 class ContextUsageStore(Protocol):
     def record(self, usage: ContextUsage) -> None: ...
     def get(self, context_id: str) -> ContextUsage | None: ...
-    def forget(self, target: ForgetTarget) -> int: ...
+    def forget(self, target: ForgetTarget, said: Said | None = None) -> int:
+        """Delete the records of a chat, or of the replies to a person and, with ``said``,
+        the records in their chats whose reply quotes or names them; returns how many."""
+        ...

@@ -277,9 +277,12 @@ class ChromaEventStore:
             clauses.append({"user_id": target.user_id})
         where: Any = clauses[0] if len(clauses) == 1 else {"$and": clauses}
         ids = [str(i) for i in self.store.get(where=where, include=[])["ids"]]
-        for start in range(0, len(ids), 1000):
-            self.store._collection.delete(ids=ids[start : start + 1000])
+        self.remove(ids)
         return ids
+
+    def remove(self, ids: Sequence[str]) -> None:
+        for start in range(0, len(ids), 1000):
+            self.store._collection.delete(ids=list(ids[start : start + 1000]))
 
 
 def _names(client: Any) -> set[str]:

@@ -83,11 +83,11 @@ def erase(
     counts["events"] = len(events.forget(target))
     if person:
         counts["contexts_blanked"] = len(events.scrub_context(target, said))
-    streams: dict[str, int] = messages.forget(target) if messages is not None else {}
+    streams: dict[str, int] = messages.forget(target, said) if messages is not None else {}
     counts["messages"] = sum(streams.values())
     counts.update(profiles.forget(target))
     if context_usage is not None:
-        counts["context_records"] = context_usage.forget(target)
+        counts["context_records"] = context_usage.forget(target, said)
     if run_inbox is not None:
         counts["journaled_messages"] = run_inbox.forget(target)
     if chat_states is not None and target.chat is not None and target.user_id is None:

@@ -13,6 +13,7 @@ narrowed to the scope's ids from SQL (its metadata filter costs ~60 ms at 200k e
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +32,7 @@ from stores.base import (
     Said,
     ScopeMembers,
 )
+from stores.decay import Decay, Strength
 from stores.fusion import Fusion, Weights
 from stores.people import Focus, People, focus_of
 from stores.scope_vectors import ScopeVectors
@@ -49,6 +51,8 @@ class DenseSide(EventStore, Protocol):
     def vectors(self, ids: list[str]) -> dict[str, np.ndarray]: ...
 
     def rewrite_metadata(self, events: Sequence[EventRecord]) -> None: ...
+
+    def remove(self, ids: Sequence[str]) -> None: ...
 
     def search(
         self,
@@ -69,6 +73,20 @@ class KeywordSide(EventStore, Protocol):
     def scope_people(self, query: EventQuery, members: ScopeMembers | None) -> People: ...
 
     def known_people(self, query: EventQuery) -> People | None: ...
+
+    def remove(self, ids: Sequence[str]) -> None: ...
+
+
+class StrengthSide(Protocol):
+    """Recalls, pins and what decay reads (``stores.sql.strength``)."""
+
+    def of(self, ids: Sequence[str]) -> dict[str, Strength]: ...
+    def in_chat(self, scope: ChatScope) -> dict[str, Strength]: ...
+    def over(self, cap: int) -> list[tuple[ChatScope, int]]: ...
+    def recalled(self, events: Sequence[EventRecord], at: float) -> None: ...
+    def pin(self, events: Sequence[EventRecord], pinned: bool = True) -> None: ...
+    def remove(self, ids: Sequence[str]) -> None: ...
+    def forget(self, target: ForgetTarget) -> int: ...
 
 
 def diverse(
@@ -112,12 +130,16 @@ class HybridEventStore:
         load_in_background: bool = True,
         held: ScopeVectors | None = None,
         pool: ThreadPoolExecutor | None = None,
+        strength: StrengthSide | None = None,
+        decay: Decay | None = None,
     ) -> None:
         self.vector = vector
         self.lexical = lexical
         self.bot = bot
         self.depth = depth
         self.fusion = fusion or Fusion()
+        self.strength = strength
+        self.decay = decay or Decay()
         self.held = held or ScopeVectors(
             max_vectors=max_vectors_held, background=load_in_background
         )
@@ -170,6 +192,8 @@ class HybridEventStore:
             self._fetch(fused, records)
             self._lift(fused, records, focus, people, query.about, w)
         ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
+        if self.strength is not None and self.decay.weight:
+            ranked = self._fade(ranked[: query.top_k * 4], query.now) + ranked[query.top_k * 4 :]
         if f.diversity < 1:
             pool = ranked[: query.top_k * 4]
             self._fetch([i for i, _ in pool], records)
@@ -206,6 +230,19 @@ class HybridEventStore:
                 fused[event_id] += person * top
             if w.time and start <= event.timestamp < end:
                 fused[event_id] += w.time * top
+
+    def _fade(self, ranked: list[tuple[str, float]], now: float | None) -> list[tuple[str, float]]:
+        """The best few again, each lifted by ``weight × retention`` first ranks: between
+        memories about as relevant, the fresh, important or recalled one comes first."""
+        assert self.strength is not None
+        strengths = self.strength.of([i for i, _ in ranked])
+        at = time.time() if now is None else now
+        top = self.decay.weight / (self.fusion.rrf_k + 1)
+        faded = [
+            (i, score + top * self.decay.retention(strengths[i], at) if i in strengths else score)
+            for i, score in ranked
+        ]
+        return sorted(faded, key=lambda kv: (-kv[1], kv[0]))
 
     def _fetch(self, ids: Iterable[str], records: dict[str, EventRecord]) -> None:
         missing = [i for i in ids if i not in records]
@@ -255,5 +292,46 @@ class HybridEventStore:
         between finds nothing it should not); this process's held vectors drop them now,
         other processes' on their next search of the scope."""
         ids = set(self.lexical.forget(target)) | set(self.vector.forget(target))
+        if self.strength is not None:
+            self.strength.forget(target)
         self.held.discard(ids)
         return sorted(ids)
+
+    # --- reinforcement, pins, pruning (stores/decay.py) ------------------------------------
+
+    def recalled(self, ids: Sequence[str], at: float | None = None) -> None:
+        """These memories were recalled into a reply (or a tool's answer): each one's
+        half-life grows, and its clock starts again."""
+        if self.strength is not None and ids:
+            self.strength.recalled(self.lexical.get(ids), time.time() if at is None else at)
+
+    def pin(self, ids: Sequence[str], pinned: bool = True) -> list[str]:
+        """Pin (or unpin) memories: a pinned one never fades nor is pruned. Returns the ids
+        found."""
+        events = self.lexical.get(ids)
+        if self.strength is not None:
+            self.strength.pin(events, pinned)
+        return [e.id for e in events]
+
+    def prune(self, now: float | None = None, cap: int | None = None) -> dict[str, int]:
+        """Each chat holding more than ``cap`` memories (the setting's by default; 0: none)
+        loses its weakest prunable ones, down to the cap where it can; per chat key, how many
+        went. SQL first, as in forget."""
+        cap = self.decay.cap if cap is None else cap
+        if self.strength is None or cap <= 0:
+            return {}
+        at = time.time() if now is None else now
+        removed: dict[str, int] = {}
+        for scope, count in self.strength.over(cap):
+            strengths = self.strength.in_chat(scope)
+            weak = sorted(
+                (i for i, s in strengths.items() if self.decay.prunable(s, at)),
+                key=lambda i: (self.decay.retention(strengths[i], at), i),
+            )[: count - cap]
+            if weak:
+                self.lexical.remove(weak)
+                self.vector.remove(weak)
+                self.strength.remove(weak)
+                self.held.discard(set(weak))
+                removed[scope.key] = len(weak)
+        return removed

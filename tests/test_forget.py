@@ -226,3 +226,18 @@ def test_lines_of_a_forgotten_person_and_lines_quoting_them_are_found() -> None:
         {"user_name": "小明", "content": "没有 id 的旧行"},  # theirs by name
     ]
     assert [line["content"] for line in said.kept(lines, "bot")] == ["我觉得不错", "阿强，收到"]
+
+
+def test_lines_naming_a_forgotten_person_go_too_but_not_one_character_names() -> None:
+    from stores.base import EventRecord, Said
+
+    said = Said("10001", frozenset({"小明", "明"}), ("在吗",))
+    assert said.named_in("阿强，小明说你是工程师") and not said.named_in("明天见")
+    lines = [{"user_id": "10002", "user_name": "阿强", "content": "小明今天没来"},
+             {"user_id": "10002", "user_name": "阿强", "content": "明天见"}]  # fmt: skip
+    assert [line["content"] for line in said.kept(lines, "bot")] == ["明天见"]
+    where = {"timestamp": 1.0, "platform": "qq", "chat_type": "group", "chat_id": "1001",
+             "user_id": "10002", "user_name": "阿强", "context_user_id": "bot"}  # fmt: skip
+    answered = EventRecord(id="e1", text="阿强说好的", context="小爱: 小明，我记得你", **where)
+    assert said.answered_in(answered)
+    assert not said.answered_in(EventRecord(id="e2", text="好", context="小爱: 明天见", **where))

@@ -19,13 +19,14 @@ from groupmind.cli import app
 from groupmind.session import open_session
 from groupmind.settings import Settings
 from groupmind.threads import stream_thread_id
+from stores.base import ChatScope
 from tests.graphs.reply_helpers import message
 from tests.test_langgraph_dev import start
 
 U = {"user_id": "10001", "user_name": "小明"}  # the person to forget
 B = {"user_id": "10002", "user_name": "阿强"}
 # What 小明 says: tokens no one else says, so any trace of them is theirs.
-SAID = ["ZQXJ7731", "QPWM4490", "猫头鹰咖啡馆", "KVBN5512"]
+SAID = ["ZQXJ7731", "QPWM4490", "猫头鹰咖啡馆", "KVBN5512", "QJZX8820"]
 TOPIC = "冲浪板"  # said by 小明 and once by 阿强: a group topic, until 小明 is forgotten
 
 
@@ -38,6 +39,8 @@ def conversation() -> list[dict[str, Any]]:
         message(f"私下说：{SAID[3]} 是我的新密码", chat_type="private", chat_id=None, **U),
         message(f"@bot 再说一次 {SAID[1]} 和{TOPIC}", mentions=["bot"], **U),
         message("明天见", **B),
+        message(f"阿强是{SAID[4]}工程师", **U),  # a fact about 阿强, told by 小明
+        message("@bot 我是什么工程师", mentions=["bot"], **B),  # the answer quotes 小明
     ]
     # fixed ids and times: whether the bot answers a message is rolled on its id
     return [{**m, "message_id": f"scan-{i}", "timestamp": 1_795_000_000 + 60 * i}
@@ -66,6 +69,14 @@ def group_profile(data: Path, bot: str = "bot") -> Any:
     return session.deps.profiles.get_group("qq", "1001")
 
 
+def told_about_qiang(data: Path) -> list[dict[str, str]]:
+    """What the group learned of 阿强 from 小明's words."""
+    session = open_session(Settings(_env_file=None, data_dir=data), worker=False)  # type: ignore[call-arg]
+    scope = ChatScope(platform="qq", chat_type="group", chat_id="1001")
+    learned = session.deps.profiles.get_learned(scope, B["user_id"])
+    return [f for f in (learned.key_facts if learned else []) if f.get("by") == U["user_id"]]
+
+
 def test_forget_leaves_nothing_on_disk_in_process(tmp_path: Path) -> None:
     data = tmp_path / "data"
     lines = tmp_path / "chat.jsonl"
@@ -78,6 +89,9 @@ def test_forget_leaves_nothing_on_disk_in_process(tmp_path: Path) -> None:
     assert any("groupmind.db" in f for f in before) and any("chroma" in f for f in before)
     group = group_profile(data)
     assert group is not None and TOPIC in group.traits["topics"]
+    assert [(f["type"], f["value"]) for f in told_about_qiang(data)] == [
+        ("job", f"{SAID[4]}工程师")
+    ]
 
     erased = runner.invoke(app, ["--data-dir", str(data), "forget", "--user-id", "10001",
                                  "--yes", "--json"])  # fmt: skip
@@ -87,6 +101,7 @@ def test_forget_leaves_nothing_on_disk_in_process(tmp_path: Path) -> None:
                                    "chroma": "log purged, compacted"}  # fmt: skip
     assert result["removed"]["contexts_blanked"] >= 1 and result["removed"]["jobs_scrubbed"] >= 1
     assert traces(data, [*SAID, "小明"]) == {}
+    assert told_about_qiang(data) == []
     group = group_profile(data)  # 阿强 alone said it once: his count, no topic any more
     assert group is not None and TOPIC not in group.traits["topics"] and TOPIC not in group.summary
     assert list(group.traits["_topics_by"]) == ["10002"]

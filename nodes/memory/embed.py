@@ -3,11 +3,13 @@ same job twice leaves one document."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from langgraph.graph import END
 
 from nodes.deps import Deps
+from nodes.memory.importance import importance
 from state.context import Context
 from state.memory import MemoryJob, MemoryState, current_job
 from stores.base import EventRecord
@@ -25,9 +27,13 @@ def reply_context(job: MemoryJob) -> tuple[str, str]:
     return "", ""
 
 
-def event_for(state: MemoryState) -> EventRecord:
+def event_for(state: MemoryState, people: Iterable[str] = ()) -> EventRecord:
+    """The event a job's text makes; ``people``: the chat's names (a fact about one of them
+    is what matters most)."""
     job = current_job(state)
     context, context_user_id = reply_context(job)
+    names = tuple({job.user_name, *(m.user_name for m in job.recent_messages), *people})
+    said = job.new_info if job.new_info_by == "user" else ""  # first-person facts read there
     return EventRecord(
         id=job.request_id,
         text=state["text"],
@@ -42,11 +48,12 @@ def event_for(state: MemoryState) -> EventRecord:
         degraded=bool(state.get("degraded")),
         context=context,
         context_user_id=context_user_id,
+        importance=importance(state["text"], said, names),
     )
 
 
 def embed(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
-    event = event_for(state)
+    event = event_for(state, deps.people(current_job(state).scope.key).values())
     deps.events.upsert(event)
     return {"status": "degraded" if event.degraded else "stored"}
 

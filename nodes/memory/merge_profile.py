@@ -172,10 +172,11 @@ def merge_profile_rules(state: MemoryState, ctx: Context, deps: Deps) -> dict[st
     job = current_job(state)
     persona = state.get("persona_name", job.persona_id)
     info = in_their_words(job, persona)
-    about = told(job, info)
+    members = deps.people(job.scope.key)
+    about = told(job, info, members)
     others = [uid for uid in about if uid != job.user_id]
     change = apply_with_retry(
-        deps, job, lambda cur: rules_change(job, cur, info, about), others=others
+        deps, job, lambda cur: rules_change(job, cur, info, about, members), others=others
     )
     return {"profile": change}
 

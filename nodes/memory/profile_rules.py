@@ -9,6 +9,7 @@ conversation content); the reply model's ``update_user_impression`` lines are ke
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 
 from nodes.memory.fact_rules import ADDRESSEE, SELF, likes, stated
@@ -96,17 +97,19 @@ def in_their_words(job: MemoryJob, persona: str) -> str:
     return re.sub(rf"\b{name}\b", "I", re.sub(rf"\b{name}'s\b", "my", text))
 
 
-def people_named(job: MemoryJob) -> dict[str, str]:
-    """Name form -> user id of the people in the conversation (the speaker included)."""
+def people_named(job: MemoryJob, members: Mapping[str, str]) -> dict[str, str]:
+    """Name form -> user id of the chat's ``members`` (user id -> name) and of the people
+    in the conversation (the speaker included; the conversation's names win)."""
     pairs = [(m.user_id, m.user_name) for m in job.recent_messages if m.user_id]
-    return name_index([*pairs, (job.user_id, job.user_name)])
+    return name_index([*members.items(), *pairs, (job.user_id, job.user_name)])
 
 
-def told(job: MemoryJob, info: str) -> dict[str, list[dict[str, str]]]:
+def told(job: MemoryJob, info: str, members: Mapping[str, str]) -> dict[str, list[dict[str, str]]]:
     """The facts ``info`` (``in_their_words``) states, by the user id they are about, with
-    their provenance. Only the person's own words are credited to others: in the bot's
-    notes about them (``new_info_by="bot"``) only they are the subject."""
-    names = people_named(job)
+    their provenance; ``members``: everyone who spoke in the chat (user id -> name), not
+    only the few lines a job carries. Only the person's own words are credited to others:
+    in the bot's notes about them (``new_info_by="bot"``) only they are the subject."""
+    names = people_named(job, members)
     own_words = job.new_info_by == "user"
     by_user: dict[str, list[dict[str, str]]] = {}
     for fact in stated(info, tuple(names)):
@@ -143,17 +146,22 @@ def learn(learned: LearnedProfile, facts: list[dict[str, str]], prefs: list[str]
 
 
 def rules_change(
-    job: MemoryJob, current: Current, info: str, about: dict[str, list[dict[str, str]]]
+    job: MemoryJob,
+    current: Current,
+    info: str,
+    about: dict[str, list[dict[str, str]]],
+    members: Mapping[str, str],
 ) -> ProfileChange:
-    """The change ``info`` (``in_their_words``) makes, with ``about`` its facts (``told``):
-    both are read once, before the read-compute-write loop that may run this again."""
+    """The change ``info`` (``in_their_words``) makes, with ``about`` its facts (``told``,
+    over the chat's ``members``): both are read once, before the read-compute-write loop
+    that may run this again."""
     ts = job.when.timestamp()
     rel = base_relationship(job, current.relationship)
     learned = base_learned(job, current.learned)
     tool = [{**f.model_dump(), **provenance(job)} for f in job.key_facts]  # the reply model's
     learn(learned, [*about.get(job.user_id, []), *tool], likes(info))
     others = []
-    names = {uid: name for name, uid in people_named(job).items()}
+    names = {uid: name for name, uid in people_named(job, members).items()}
     for uid, facts in about.items():
         if uid == job.user_id or uid not in current.others:
             continue  # others not read before this merge are never written blind

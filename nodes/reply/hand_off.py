@@ -131,6 +131,10 @@ def hand_off(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
             action=summary, variants=state.get("memory_variants"),
         )  # fmt: skip
         deps.background.submit(_record_usage, deps, state, msg, said)
+        # the memories the reply was given are recalled: they fade slower
+        deps.background.submit(
+            recalled, deps, list(state.get("memory_ids", [])), msg.when.timestamp()
+        )
     elif len(pending) >= deps.chat_rules.buffer_max:
         jobs = jobs_from_buffer(
             pending, msg, persona_id, deps.validation, variants=state.get("memory_variants")
@@ -169,6 +173,17 @@ def _store_reply(deps: Deps, msg: ChatMessage, text: str, persona_id: str) -> Pe
         timestamp=when.isoformat(),
         from_bot=True,
     )
+
+
+def recalled(deps: Deps, ids: list[str], at: float) -> None:
+    """Memories given to a reply (or read back by a tool) were recalled; off the reply
+    path, and a failure is logged, never raised."""
+    if not ids:
+        return
+    try:
+        deps.events.recalled(ids, at)
+    except Exception:
+        log.exception("recording %d recalled memories failed", len(ids))
 
 
 def _record_usage(deps: Deps, state: ReplyState, msg: ChatMessage, said: str) -> None:

@@ -34,6 +34,7 @@ def retrieve(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
         asker_id=msg.user_id,  # 我 in the message is them
         asker_name=msg.user_name,
         about=window_of(msg.content, msg.when),  # "上周" is a span, in the message's own zone
+        now=msg.when.timestamp(),  # memories fade relative to the message, not the clock
     )
     searching = _pool.submit(deps.events.search, query)  # the SQL reads below run meanwhile
     view = profile_view(deps.profiles, msg.user_id, msg.scope, deps.profile_sharing)

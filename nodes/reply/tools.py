@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from nodes.deps import Deps, need
 from nodes.prompt_blocks import where_learned
-from nodes.reply.hand_off import enqueue
+from nodes.reply.hand_off import enqueue, recalled
 from state.memory import build_job
 from state.reply import ReplyState, current_message
 from state.validation import describe_validation_error, parse_timestamp
@@ -140,11 +140,13 @@ def make_tools(deps: Deps) -> list[BaseTool]:
                 EventQuery(
                     text=query, platform=msg.platform, chat_type=chat_type, chat_id=chat_id,
                     persona_id=persona_id, user_id=target_user_id, top_k=top_k,
-                    time_from=since, time_to=until,
+                    time_from=since, time_to=until, now=msg.when.timestamp(),
                 )
             )  # fmt: skip
         except ValueError as exc:
             return _json({"error": str(exc), "results": []})
+        # what the model reads back is recalled (off the reply path)
+        deps.background.submit(recalled, deps, [h.event.id for h in hits], msg.when.timestamp())
         return _json(
             {
                 "results": [

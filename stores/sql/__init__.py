@@ -7,10 +7,12 @@ from stores.sql.lexical import SqlLexicalIndex
 from stores.sql.messages import SqlChatStates, SqlContextUsage, SqlMessageStore
 from stores.sql.personas import SqlPersonaStore
 from stores.sql.profiles import SqlProfileStore
+from stores.sql.strength import SqlEventStrength
 
 __all__ = [
     "SqlChatStates",
     "SqlContextUsage",
+    "SqlEventStrength",
     "SqlMessageStore",
     "SqlJobBoard",
     "SqlJobQueue",

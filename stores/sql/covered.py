@@ -4,9 +4,12 @@ covers for every table that keeps a scope as columns (``platform``, ``chat_type`
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator, Sequence
+from typing import Any, TypeVar
 
 from stores.base import ForgetTarget, check_bot_id
+
+T = TypeVar("T")
 
 
 def tenant(bot: str) -> str:
@@ -28,3 +31,9 @@ def covered(table: Any, target: ForgetTarget, bot: str, *, everyone: bool = Fals
     if target.user_id is not None and not everyone:
         where.append(table.user_id == target.user_id)
     return where
+
+
+def chunks(items: Sequence[T], size: int = 500) -> Iterator[Sequence[T]]:
+    """``items`` in runs of ``size``: an IN list stays within the engines' parameter limits."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]

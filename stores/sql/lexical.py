@@ -30,7 +30,7 @@ from stores.base import (
     ScopeMembers,
 )
 from stores.people import People, people_of
-from stores.sql.covered import covered, mine, tenant
+from stores.sql.covered import chunks, covered, mine, tenant
 from stores.sql.schema import EventDocRow, EventTermRow
 from stores.text import terms
 
@@ -82,6 +82,7 @@ class SqlLexicalIndex:
                     "degraded": event.degraded,
                     "context": event.context,
                     "context_user_id": event.context_user_id,
+                    "importance": event.importance,
                     "length": max(1, sum(counts.values())),
                     "indexed_at": now,
                 }
@@ -249,10 +250,15 @@ class SqlLexicalIndex:
     def forget(self, target: ForgetTarget) -> list[str]:
         """Delete the events (and their postings) the target covers; returns their ids."""
         where = covered(EventDocRow, target, self.bot)
-        with self.engine.begin() as conn:
+        with self.engine.connect() as conn:
             ids = list(conn.execute(select(EventDocRow.id).where(*where)).scalars())
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
+        self.remove(ids)
+        return ids
+
+    def remove(self, ids: Sequence[str]) -> None:
+        """Delete these events and their postings."""
+        with self.engine.begin() as conn:
+            for chunk in chunks(list(ids)):
                 conn.execute(
                     delete(EventTermRow).where(
                         mine(EventTermRow, self.bot), EventTermRow.event_id.in_(chunk)
@@ -266,7 +272,6 @@ class SqlLexicalIndex:
         with self._lock:
             self._scopes.clear()
             self._people.clear()
-        return ids
 
 
 def index_text(event: EventRecord) -> str:
@@ -352,4 +357,5 @@ def _record(row: EventDocRow) -> EventRecord:
         degraded=row.degraded,
         context=row.context,
         context_user_id=row.context_user_id,
+        importance=row.importance,
     )

@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from stores.base import ContextUsage, ForgetTarget, Said, StoredMessage
-from stores.sql.covered import covered, mine, tenant
+from stores.sql.covered import chunks, covered, mine, tenant
 from stores.sql.schema import ChatMemberRow, ChatStateRow, ContextUsageRow, MessageRow
 from stores.text import keywords_of
 
@@ -136,9 +136,10 @@ class SqlMessageStore:
             )
             return {user_id: name for user_id, name in rows}
 
-    def forget(self, target: ForgetTarget) -> dict[str, int]:
+    def forget(self, target: ForgetTarget, said: Said | None = None) -> dict[str, int]:
         """A chat: all its messages and members. A person: what they said (in one chat or
-        on the whole platform), the bot's replies to it (they may quote it) and their
+        on the whole platform), the bot's replies to it, the bot's lines that quote or name
+        them (``said``: a reply to someone else may repeat what they said) and their
         memberships."""
         messages = [mine(MessageRow, self.bot), MessageRow.platform == target.platform]
         members = [mine(ChatMemberRow, self.bot)]
@@ -147,14 +148,17 @@ class SqlMessageStore:
             members.append(ChatMemberRow.stream == target.chat.key)
         else:
             members.append(ChatMemberRow.stream.like(f"{target.platform}:%"))
+        bot_lines = [*messages, MessageRow.from_bot.is_(True)]
         if target.user_id is not None:
             messages.append(MessageRow.user_id == target.user_id)
             members.append(ChatMemberRow.user_id == target.user_id)
         removed: Counter[str] = Counter()
         with self.engine.begin() as conn:
             conn.execute(delete(ChatMemberRow).where(*members))
-            said = conn.execute(select(MessageRow.stream, MessageRow.message_id).where(*messages))
-            for stream, message_id in said.all():
+            said_ids = conn.execute(
+                select(MessageRow.stream, MessageRow.message_id).where(*messages)
+            )
+            for stream, message_id in said_ids.all():
                 removed[stream] += 1
                 if target.user_id is not None:
                     removed[stream] += conn.execute(
@@ -166,6 +170,14 @@ class SqlMessageStore:
                         )
                     ).rowcount
             conn.execute(delete(MessageRow).where(*messages))
+            if target.user_id is not None and said is not None:
+                rows = conn.execute(
+                    select(MessageRow.seq, MessageRow.stream, MessageRow.content).where(*bot_lines)
+                ).all()
+                quoting = [(seq, stream) for seq, stream, text in rows if said.mentioned_in(text)]
+                removed.update(stream for _, stream in quoting)
+                for part in chunks([seq for seq, _ in quoting]):
+                    conn.execute(delete(MessageRow).where(*bot_lines, MessageRow.seq.in_(part)))
         return dict(removed)
 
     def said_by(self, target: ForgetTarget) -> Said:
@@ -322,8 +334,21 @@ class SqlContextUsage:
                 cost=row.cost,
             )
 
-    def forget(self, target: ForgetTarget) -> int:
-        """The records of a chat, or of the replies to a person (in one chat or all)."""
+    def forget(self, target: ForgetTarget, said: Said | None = None) -> int:
+        """The records of a chat, or of the replies to a person (in one chat or all) and,
+        with ``said``, those in their chats whose reply quotes or names them."""
         with self.engine.begin() as conn:
             where = covered(ContextUsageRow, target, self.bot)
-            return int(conn.execute(delete(ContextUsageRow).where(*where)).rowcount)
+            gone = int(conn.execute(delete(ContextUsageRow).where(*where)).rowcount)
+            if target.user_id is None or said is None:
+                return gone
+            chats = covered(ContextUsageRow, target, self.bot, everyone=True)
+            rows = conn.execute(
+                select(ContextUsageRow.context_id, ContextUsageRow.llm_response).where(*chats)
+            ).all()
+            quoting = [cid for cid, reply in rows if said.mentioned_in(reply or "")]
+            for part in chunks(quoting):
+                conn.execute(
+                    delete(ContextUsageRow).where(*chats, ContextUsageRow.context_id.in_(part))
+                )
+            return gone + len(quoting)

@@ -247,6 +247,26 @@ def test_pronoun_and_place_values_from_a_model_are_refused_too(deps: Deps) -> No
     assert merge_key_facts([], proposed) == [{"type": "job", "value": "厨师"}]
 
 
+def test_a_member_who_spoke_before_the_hand_off_is_named_too(deps: Deps) -> None:
+    """A job carries only the lines since the last hand-off: 阿强, who spoke in the chat
+    earlier (and the bot, which is nobody's subject), are known from the chat's messages."""
+    from stores.base import StoredMessage
+
+    scope = ChatScope(platform="qq", chat_type="group", chat_id="1001")
+    assert deps.messages is not None
+    for i, (uid, name) in enumerate([("10003", "阿强"), ("bot", "小助手")]):
+        deps.messages.add(StoredMessage(stream=scope.key, message_id=f"m{i}", platform="qq",
+                                        chat_type="group", chat_id="1001", user_id=uid,
+                                        user_name=name, content="大家好", timestamp=1.0 + i,
+                                        from_bot=uid == "bot"))  # fmt: skip
+    said = state_for(deps, action_summary="", new_info="阿强是医生，小助手是厨师",
+                     recent_messages=[])  # fmt: skip
+    assert merge_profile_rules(said, Context(), deps) == {"profile": "updated"}  # type: ignore[arg-type]
+    qiang = deps.profiles.get_learned(scope, "10003")
+    assert qiang is not None and facts(qiang.key_facts) == [{"type": "job", "value": "医生"}]
+    assert deps.profiles.get_learned(scope, "bot") is None
+
+
 def test_the_rules_merge_reads_the_message_once_and_can_run_again(deps: Deps) -> None:
     """The read-compute-write loop may compute twice (a concurrent write): the statement,
     read once before it, must come out the same both times."""
@@ -257,12 +277,41 @@ def test_the_rules_merge_reads_the_message_once_and_can_run_again(deps: Deps) ->
     recent = [{"user_id": "10002", "user_name": "小红", "content": "在吗"}]
     state = state_for(deps, new_info="我住在杭州，小红是医生", recent_messages=recent)
     job = current_job(state)  # type: ignore[arg-type]
-    about = told(job, job.new_info)
+    about = told(job, job.new_info, {})
     current = Current(None, None, None, others={"10002": None})
-    first, again = (rules_change(job, current, job.new_info, about) for _ in range(2))
+    first, again = (rules_change(job, current, job.new_info, about, {}) for _ in range(2))
     assert (
         facts(first.learned.key_facts)
         == facts(again.learned.key_facts)
         == [{"type": "location", "value": "杭州"}]
     )
     assert [facts(o.key_facts) for o in again.others] == [[{"type": "job", "value": "医生"}]]
+
+
+@pytest.mark.parametrize(
+    ("text", "said", "level"),
+    [
+        ("小明住在杭州", "", 1.0),  # a fact in the memory's words
+        ("小明说了自己的情况", "我是医生", 1.0),  # a first-person fact in theirs
+        ("Caroline said she loves hiking", "", 0.8),
+        ("小明最近迷上了原神", "", 0.8),
+        ("小明明天下午三点去医院复查", "", 0.6),
+        ("小明周末去买冲浪板", "", 0.6),  # a plan with its time
+        ("小明去买冲浪板", "", 0.4),
+        ("小明说哈哈哈好的", "", 0.2),
+        ("Melanie said lol ok", "", 0.2),
+    ],
+)
+def test_importance_ranks_facts_over_tastes_over_plans_over_chit_chat(
+    text: str, said: str, level: float
+) -> None:
+    from nodes.memory.importance import importance
+
+    assert importance(text, said, ("小明", "Caroline", "Melanie")) == level
+
+
+def test_the_stored_event_carries_its_importance(deps: Deps) -> None:
+    state = {**state_for(deps, new_info="我住在杭州"), "text": "小明住在杭州"}
+    embed(state, Context(), deps)  # type: ignore[arg-type]
+    (stored,) = deps.events.get([state["request_id"]])
+    assert stored.importance == 1.0
