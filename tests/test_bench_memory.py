@@ -26,6 +26,11 @@ def test_bench_memory_smoke(tmp_path: Path) -> None:
     assert people["groupmind"]["all"]["1"] > people["BM25 raw turns"]["all"]["1"]
     assert people["groupmind"]["all"]["5"] >= 0.9  # names are people, not keywords
     assert result["people"]["ingest"]["statuses"] == {"stored": 120}
+    # the peer a user weighs: LangGraph's store on the same turns and embeddings, timed
+    oracle = people["LangGraph store, the answer's person (oracle)"]["all"]["5"]
+    assert oracle >= people["LangGraph store, whole chat"]["all"]["5"] > 0
+    timing = result["people"]["retrieval"]["langgraph_store"]
+    assert timing["add_ms_per_item"] > 0 and timing["search_ms"]["p95"] > 0
     if public:
         profiles = result["statements"]["profiles"]
         assert profiles["precision"] >= 0.9 and profiles["recall"]["self"] >= 0.6

