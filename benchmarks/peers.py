@@ -38,8 +38,8 @@ class LangGraphStore:
             if (rid := j["request_id"]) in mset.raw
         ]
         t0 = time.perf_counter()
-        for start in range(0, len(ops), BATCH):
-            self.store.batch(ops[start : start + BATCH])
+        for batch in _distinct_texts(ops):
+            self.store.batch(batch)
         self.add_ms = (time.perf_counter() - t0) * 1000 / max(1, len(ops))
         self.search_ms: list[float] = []
 
@@ -61,6 +61,21 @@ class LangGraphStore:
             "add_ms_per_item": self.add_ms,
             "search_ms": {"p50": pct(self.search_ms, 50), "p95": pct(self.search_ms, 95)},
         }
+
+
+def _distinct_texts(ops: list[PutOp]) -> list[list[PutOp]]:
+    """Batches of up to BATCH puts with no text twice: InMemoryStore (langgraph 1.2) embeds
+    a batch's equal texts once but counts them twice, and refuses the batch."""
+    batches: list[list[PutOp]] = [[]]
+    seen: set[str] = set()
+    for op in ops:
+        text = str((op.value or {}).get("text", ""))
+        if len(batches[-1]) == BATCH or text in seen:
+            batches.append([])
+            seen = set()
+        batches[-1].append(op)
+        seen.add(text)
+    return batches
 
 
 class Mem0:
