@@ -83,10 +83,8 @@ class StrengthSide(Protocol):
     def of(self, ids: Sequence[str]) -> dict[str, Strength]: ...
     def in_chat(self, scope: ChatScope) -> dict[str, Strength]: ...
     def over(self, cap: int) -> list[tuple[ChatScope, int]]: ...
-    def recalled(self, events: Sequence[EventRecord], at: float) -> None: ...
-    def pin(self, events: Sequence[EventRecord], pinned: bool = True) -> None: ...
-    def remove(self, ids: Sequence[str]) -> None: ...
-    def forget(self, target: ForgetTarget) -> int: ...
+    def recalled(self, ids: Sequence[str], at: float) -> None: ...
+    def pin(self, ids: Sequence[str], pinned: bool = True) -> list[str]: ...
 
 
 def diverse(
@@ -292,8 +290,6 @@ class HybridEventStore:
         between finds nothing it should not); this process's held vectors drop them now,
         other processes' on their next search of the scope."""
         ids = set(self.lexical.forget(target)) | set(self.vector.forget(target))
-        if self.strength is not None:
-            self.strength.forget(target)
         self.held.discard(ids)
         return sorted(ids)
 
@@ -303,15 +299,14 @@ class HybridEventStore:
         """These memories were recalled into a reply (or a tool's answer): each one's
         half-life grows, and its clock starts again."""
         if self.strength is not None and ids:
-            self.strength.recalled(self.lexical.get(ids), time.time() if at is None else at)
+            self.strength.recalled(ids, time.time() if at is None else at)
 
     def pin(self, ids: Sequence[str], pinned: bool = True) -> list[str]:
         """Pin (or unpin) memories: a pinned one never fades nor is pruned. Returns the ids
         found."""
-        events = self.lexical.get(ids)
-        if self.strength is not None:
-            self.strength.pin(events, pinned)
-        return [e.id for e in events]
+        if self.strength is None:
+            return []
+        return self.strength.pin(ids, pinned)
 
     def prune(self, now: float | None = None, cap: int | None = None) -> dict[str, int]:
         """Each chat holding more than ``cap`` memories (the setting's by default; 0: none)
@@ -329,9 +324,8 @@ class HybridEventStore:
                 key=lambda i: (self.decay.retention(strengths[i], at), i),
             )[: count - cap]
             if weak:
-                self.lexical.remove(weak)
+                self.lexical.remove(weak)  # with their strength rows
                 self.vector.remove(weak)
-                self.strength.remove(weak)
                 self.held.discard(set(weak))
                 removed[scope.key] = len(weak)
         return removed

@@ -68,9 +68,7 @@ def test_recalled_memories_are_reinforced_pinned_ones_kept_and_the_rest_pruned(
     assert gone == set(weak) - {pinned}  # pinned, recalled and important ones stay
 
 
-def test_the_worker_prunes_the_chats_of_its_bots_beyond_the_cap(
-    tmp_path: Path, monkeypatch: object
-) -> None:
+def test_the_worker_prunes_the_chats_of_its_bots_beyond_the_cap(tmp_path: Path) -> None:
     data, _ = replayed(tmp_path)
     capped = Settings(_env_file=None, data_dir=data, decay={"cap": 1, "min_age_days": 0})  # type: ignore[call-arg]
     session = open_session(capped)

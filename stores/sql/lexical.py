@@ -31,7 +31,7 @@ from stores.base import (
 )
 from stores.people import People, people_of
 from stores.sql.covered import chunks, covered, mine, tenant
-from stores.sql.schema import EventDocRow, EventTermRow
+from stores.sql.schema import EventDocRow, EventStrengthRow, EventTermRow
 from stores.text import terms
 
 K1 = 1.2
@@ -256,9 +256,14 @@ class SqlLexicalIndex:
         return ids
 
     def remove(self, ids: Sequence[str]) -> None:
-        """Delete these events and their postings."""
+        """Delete these events, their postings and how they were used, in one transaction."""
         with self.engine.begin() as conn:
             for chunk in chunks(list(ids)):
+                conn.execute(
+                    delete(EventStrengthRow).where(
+                        mine(EventStrengthRow, self.bot), EventStrengthRow.id.in_(chunk)
+                    )
+                )
                 conn.execute(
                     delete(EventTermRow).where(
                         mine(EventTermRow, self.bot), EventTermRow.event_id.in_(chunk)

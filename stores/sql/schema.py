@@ -201,19 +201,12 @@ class EventDocRow(Tenant, Base):
 
 class EventStrengthRow(Tenant, Base):
     """How an event was used: recalls into a reply and an operator's pin (stores/decay.py).
-    Apart from ``event_docs``, whose rows a re-index replaces, and without a foreign key for
-    the same reason: forget and prune delete these rows by id."""
+    Apart from ``event_docs``, whose rows a re-index replaces; deleted with them
+    (``SqlLexicalIndex.remove``). Its scope is the event's: every read joins ``event_docs``."""
 
     __tablename__ = "event_strength"
-    __table_args__ = (
-        Index("ix_event_strength_chat", "bot_id", "platform", "chat_type", "chat_id"),
-    )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)
-    platform: Mapped[str] = mapped_column(PLATFORM)
-    chat_type: Mapped[str] = mapped_column(String(16))
-    chat_id: Mapped[str] = mapped_column(ID)
-    user_id: Mapped[str] = mapped_column(ID)
     recalls: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     last_recalled: Mapped[float] = mapped_column(Float, default=0.0, server_default="0")
     pinned: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())

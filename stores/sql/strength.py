@@ -6,13 +6,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Engine, and_, delete, func, insert, select, update
+from sqlalchemy import Engine, and_, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from stores.base import ChatScope, EventRecord, ForgetTarget
+from stores.base import ChatScope
 from stores.decay import Strength
-from stores.sql.covered import chunks, covered, mine, tenant
+from stores.sql.covered import chunks, mine, tenant
 from stores.sql.schema import EventDocRow, EventStrengthRow
+
+MAX_IDS = 500  # a reply recalls a few; a pin names a few
 
 
 class SqlEventStrength:
@@ -67,50 +69,51 @@ class SqlEventStrength:
             for p, t, c, n in rows
         ]
 
-    def recalled(self, events: Sequence[EventRecord], at: float) -> None:
-        """Each of these events was recalled once more, at ``at``."""
-        self._touch(events, {"recalls": EventStrengthRow.recalls + 1, "last_recalled": at},
+    def recalled(self, ids: Sequence[str], at: float) -> None:
+        """Each stored event among ``ids`` was recalled once more, at ``at``."""
+        self._touch(ids, {"recalls": EventStrengthRow.recalls + 1, "last_recalled": at},
                     {"recalls": 1, "last_recalled": at})  # fmt: skip
 
-    def pin(self, events: Sequence[EventRecord], pinned: bool = True) -> None:
-        self._touch(events, {"pinned": pinned}, {"pinned": pinned})
+    def pin(self, ids: Sequence[str], pinned: bool = True) -> list[str]:
+        """Pin (or unpin) the stored events among ``ids``; returns those."""
+        return self._touch(ids, {"pinned": pinned}, {"pinned": pinned})
 
-    def _touch(
-        self, events: Sequence[EventRecord], change: dict[str, Any], new: dict[str, Any]
-    ) -> None:
-        """Update each event's row, or insert it with ``new``; one transaction, run again
-        if another process inserted one of the rows meanwhile."""
+    def _touch(self, ids: Sequence[str], change: dict[str, Any], new: dict[str, Any]) -> list[str]:
+        """Update the rows of the stored events among ``ids`` and insert the missing ones
+        with ``new``: three statements in one transaction, run again if another process
+        inserted one of the rows meanwhile. Returns the stored ids."""
         try:
-            self._touch_once(events, change, new)
+            return self._touch_once(ids, change, new)
         except IntegrityError:
-            self._touch_once(events, change, new)
+            return self._touch_once(ids, change, new)
 
     def _touch_once(
-        self, events: Sequence[EventRecord], change: dict[str, Any], new: dict[str, Any]
-    ) -> None:
+        self, ids: Sequence[str], change: dict[str, Any], new: dict[str, Any]
+    ) -> list[str]:
+        wanted = list(dict.fromkeys(ids))[:MAX_IDS]
+        doc, row = mine(EventDocRow, self.bot), mine(EventStrengthRow, self.bot)
         with self.engine.begin() as conn:
-            for event in {e.id: e for e in events}.values():
-                key = (mine(EventStrengthRow, self.bot), EventStrengthRow.id == event.id)
-                if conn.execute(update(EventStrengthRow).where(*key).values(**change)).rowcount:
-                    continue
+            stored = (
+                conn.execute(select(EventDocRow.id).where(doc, EventDocRow.id.in_(wanted)))
+                .scalars()
+                .all()
+            )
+            had = set(
                 conn.execute(
-                    insert(EventStrengthRow).values(
-                        bot_id=self.bot, id=event.id, platform=event.platform,
-                        chat_type=event.chat_type, chat_id=event.chat_id,
-                        user_id=event.user_id, **new,
-                    )
-                )  # fmt: skip
-
-    def remove(self, ids: Sequence[str]) -> None:
-        with self.engine.begin() as conn:
-            for part in chunks(list(ids)):
-                where = (mine(EventStrengthRow, self.bot), EventStrengthRow.id.in_(part))
-                conn.execute(delete(EventStrengthRow).where(*where))
-
-    def forget(self, target: ForgetTarget) -> int:
-        with self.engine.begin() as conn:
-            where = covered(EventStrengthRow, target, self.bot)
-            return int(conn.execute(delete(EventStrengthRow).where(*where)).rowcount)
+                    select(EventStrengthRow.id).where(row, EventStrengthRow.id.in_(stored))
+                ).scalars()
+            )
+            if had:
+                conn.execute(
+                    update(EventStrengthRow)
+                    .where(row, EventStrengthRow.id.in_(had))
+                    .values(**change)
+                )
+            if fresh := [i for i in stored if i not in had]:
+                conn.execute(
+                    insert(EventStrengthRow), [{"bot_id": self.bot, "id": i, **new} for i in fresh]
+                )
+        return list(stored)
 
 
 def _strengths(rows: Any) -> dict[str, Strength]:

@@ -151,6 +151,9 @@ def test_prune_keeps_each_chat_under_its_cap_with_only_what_may_go(
     other_bot.upsert(event("b-1", "哈哈", days_old=400, importance=0.2))
     other_bot.upsert(event("b-2", "哈哈", days_old=400, importance=0.2))
 
+    # a second bot on the same database can neither pin nor reinforce another bot's memories
+    assert other_bot.pin(["chat0", "chat1"]) == []
+    other_bot.recalled(["chat2", "chat3"], at=NOW)
     assert store.prune(now=NOW) == {G1.key: 4}  # 8 in g1, cap 4: every weak one goes
     assert store.count(G1) == 4 and store.lexical.count(G1) == 4
     assert {h.event.id for h in store.search(q("哈哈 好的 嗯嗯 医生", top_k=10))} <= {

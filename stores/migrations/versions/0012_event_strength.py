@@ -23,22 +23,14 @@ def upgrade() -> None:
         "event_strength",
         sa.Column("bot_id", sa.String(length=64), nullable=False),
         sa.Column("id", sa.String(length=128), nullable=False),
-        sa.Column("platform", sa.String(length=64), nullable=False),
-        sa.Column("chat_type", sa.String(length=16), nullable=False),
-        sa.Column("chat_id", sa.String(length=128), nullable=False),
-        sa.Column("user_id", sa.String(length=128), nullable=False),
         sa.Column("recalls", sa.Integer(), nullable=False, server_default="0"),
         sa.Column("last_recalled", sa.Float(), nullable=False, server_default="0"),
         sa.Column("pinned", sa.Boolean(), nullable=False, server_default=sa.false()),
         sa.PrimaryKeyConstraint("bot_id", "id"),
     )
-    op.create_index(
-        "ix_event_strength_chat", "event_strength", ["bot_id", "platform", "chat_type", "chat_id"]
-    )
 
 
 def downgrade() -> None:
-    op.drop_index("ix_event_strength_chat", table_name="event_strength")
     op.drop_table("event_strength")
     with op.batch_alter_table("event_docs") as batch:
         batch.drop_column("importance")
