@@ -68,6 +68,15 @@ ZH_SPAN = re.compile(
     r"(上|这|本|上上)个?(周|星期|礼拜|月)|(去|今|前)年|前几天|这几天|最近|近来|前阵子|前段时间"
 )
 ZH_DATE = re.compile(r"(?:(\d{4})年)?(\d{1,2})月(\d{1,2})[日号]")
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
+           "september", "october", "november", "december")  # fmt: skip
+EN_MONTH = {m: i for i, m in enumerate(_MONTHS, 1)} | {m[:3]: i for i, m in enumerate(_MONTHS, 1)}
+_MONTH = r"(" + "|".join(sorted(EN_MONTH, key=len, reverse=True)) + r")\.?"
+EN_DATE = re.compile(  # May 4th, May 4, 2024 / the 4th of May
+    rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}}))?"
+    rf"|\b(\d{{1,2}})(?:st|nd|rd|th)?\s+of\s+{_MONTH}\b(?:,?\s+(\d{{4}}))?",
+    re.IGNORECASE,
+)
 EN_AGO = re.compile(
     r"\b(a few|a couple of|couple of|several|an?|one|two|three|four|five|six|seven|eight|nine"
     r"|ten|\d+) (day|week|month|year)s? ago\b",
@@ -117,14 +126,11 @@ def window_of(text: str, now: datetime) -> tuple[float, float] | None:
 def _window(text: str, now: datetime) -> tuple[datetime, datetime] | None:
     today = now.date()
     if m := ZH_DATE.search(text):
-        year = int(m.group(1)) if m.group(1) else today.year
-        try:
-            d = date(year, int(m.group(2)), int(m.group(3)))
-        except ValueError:
-            return None
-        if not m.group(1) and d > today:  # "5月2日" asked in March: last year's
-            d = d.replace(year=year - 1)
-        return _day(d, now)
+        return _date(m.group(1), int(m.group(2)), m.group(3), now)
+    if m := EN_DATE.search(text):
+        if m.group(1):  # May 4th
+            return _date(m.group(3), EN_MONTH[m.group(1).lower()], m.group(2), now)
+        return _date(m.group(6), EN_MONTH[m.group(5).lower()], m.group(4), now)
     if m := EN_DAYS.search(text):
         return _day(today + timedelta(days=EN_DAY_OFFSET[m.group(0).lower()]), now)
     for word, offset in _ZH_DAYS:
@@ -139,6 +145,21 @@ def _window(text: str, now: datetime) -> tuple[datetime, datetime] | None:
     if m := EN_SPAN.search(text):
         return _span(m.group(0).lower(), now)
     return None
+
+
+def _date(
+    year: str | None, month: int, day: str, now: datetime
+) -> tuple[datetime, datetime] | None:
+    """The day named; with no year, the last such day up to today ("5月2日" asked in March:
+    last year's)."""
+    today = now.date()
+    try:
+        d = date(int(year) if year else today.year, month, int(day))
+    except ValueError:
+        return None
+    if not year and d > today:
+        d = d.replace(year=d.year - 1)
+    return _day(d, now)
 
 
 def _span(word: str, now: datetime) -> tuple[datetime, datetime]:

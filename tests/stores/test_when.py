@@ -35,6 +35,11 @@ def day(month: int, d: int, year: int = 2026) -> float:
         ("What did I do last month?", day(10, 1), day(11, 1)),
         ("two days ago", day(11, 23), day(11, 24)),
         ("yesterday", day(11, 24), day(11, 25)),
+        ("On May 4th, I shared some problems", day(5, 4), day(5, 5)),
+        ("what did I read on April 30?", day(4, 30), day(5, 1)),
+        ("the 2nd of May", day(5, 2), day(5, 3)),
+        ("Dec. 24, 2024", day(12, 24, 2024), day(12, 25, 2024)),
+        ("on December 24th", day(12, 24, 2025), day(12, 25, 2025)),  # last year's
     ],
 )
 def test_relative_times_become_spans(text: str, start: float, end: float) -> None:
@@ -46,6 +51,8 @@ def test_vague_spans_and_none() -> None:
     assert recent is not None and recent[1] <= NOW.timestamp()
     assert recent[0] == (NOW - timedelta(days=6)).timestamp()
     assert window_of("小明喜欢吃什么", NOW) is None
+    assert window_of("I may go on March", NOW) is None  # a month with no day is no date
+    assert window_of("May 45th", NOW) is None
 
 
 def test_a_question_about_last_week_lifts_last_weeks_memory(
