@@ -47,6 +47,9 @@ class Fusion(BaseModel):
     # each further memory from a session already in the top k counts this much less (1: off)
     diversity: float = Field(default=DIVERSITY_DEFAULT, gt=0, le=1)
     rrf_k: int = Field(default=10, ge=1)
+    # how much a named person's share of the chat's memories discounts their lift (1: one
+    # who said half the chat lifts half as much, their name narrows little; 0: no discount)
+    share: float = Field(default=1.0, ge=0, le=1)
 
     def weights_for(self, text: str) -> Weights:
         return self.zh if has_cjk(text) else self.other

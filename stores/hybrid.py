@@ -218,7 +218,7 @@ class HybridEventStore:
         top = 1 / (self.fusion.rrf_k + 1)
         # a person's lift is worth what their name narrows: (1 - their share)
         share = max((people.share.get(u, 0.0) for u in focus.user_ids), default=0.0)
-        person = w.person * (1 - share) if focus.user_ids else 0.0
+        person = w.person * (1 - self.fusion.share * share) if focus.user_ids else 0.0
         start, end = about or (0.0, 0.0)
         for event_id in fused:
             event = records.get(event_id)

