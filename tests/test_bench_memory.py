@@ -9,13 +9,14 @@ import sys
 from pathlib import Path
 
 from benchmarks.common import SHARED_DATA
+from benchmarks.memorybank import category, memorybank_set
 from benchmarks.peers import MEM0_PYTHON
 from tests.conftest import _unavailable
 
 
 def test_bench_memory_smoke(tmp_path: Path) -> None:
     public = (SHARED_DATA / "dialogre" / "cn" / "dev.json").exists()
-    sets = "people,statements,dialogre" if public else "people"
+    sets = "people,statements,dialogre,memorybank-en" if public else "people"
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.memory", "--sets", sets, "--limit", "3",
          "--work-dir", str(tmp_path / "work"), "--out", str(tmp_path / "out")],
@@ -43,3 +44,22 @@ def test_bench_memory_smoke(tmp_path: Path) -> None:
         profiles = result["statements"]["profiles"]
         assert profiles["precision"] >= 0.9 and profiles["recall"]["self"] >= 0.6
         assert result["dialogre"]["ingest"]["jobs"] > 0
+        # a dated question ("On May 2nd, ...") finds its day: the window the reply path reads
+        bank = result["memorybank-en"]["retrieval"]["recall"]["groupmind"]
+        assert bank["dated"]["5"] == 1.0 and bank["all"]["5"] >= 0.8
+
+
+def test_memorybank_questions_have_their_evidence() -> None:
+    """The hand-made evidence of every probing question names turns that exist (the set
+    refuses one that does not), and the categories are read from the questions."""
+    if not (SHARED_DATA / "memorybank").exists():
+        _unavailable("MemoryBank is not in the shared data")
+        return
+    cn, en = memorybank_set("cn"), memorybank_set("en")
+    assert (len(cn.questions), len(en.questions)) == (100, 99)  # one English answer is missing
+    assert len(cn.jobs) == len(en.jobs) == 566
+    dated = [q for q in en.questions if q.category == "dated"]
+    assert len(dated) == 34 and all(q.chat_type == "private" for q in dated)
+    assert {category("你给我推荐过哪些画家？"), category("我曾经和你推荐过一部科幻电影")} == {
+        "what the bot said", "about the user"
+    }  # fmt: skip
