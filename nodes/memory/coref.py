@@ -26,6 +26,14 @@ from nodes.memory.lexicon import (
 )
 from stores.text import NAME_POS, PLACE_POS, name_like, tagged
 
+# A relation someone owns (我的儿子, 你妹妹, 瑞秋的男朋友) is a person 他 / 她 can mean, and its
+# gender says which (a brother is no 她); one nobody owns (朋友说他…) is not guessed.
+KIN_MALE = ("男朋友", "男友", "儿子", "弟弟", "哥哥", "爸爸", "父亲", "老公", "丈夫", "爷爷",
+            "外公", "叔叔", "舅舅", "侄子", "外甥")  # fmt: skip
+KIN_FEMALE = ("女朋友", "女友", "女儿", "妹妹", "姐姐", "妈妈", "母亲", "老婆", "妻子", "奶奶",
+              "外婆", "阿姨", "姑姑", "侄女", "外甥女")  # fmt: skip
+KIN_ANY = ("朋友", "同事", "老板", "上司", "室友", "邻居", "老师", "同学", "孩子", "对象")
+_KIN = "|".join(sorted((*KIN_MALE, *KIN_FEMALE, *KIN_ANY), key=len, reverse=True))
 ZH_THIRD = {"他", "她"}
 ZH_THIRD_PLURAL = {"他们", "她们"}
 CLAUSE_END = "，,；;：:"
@@ -76,17 +84,45 @@ def people_in(text: str, known: Iterable[str]) -> list[tuple[int, str]]:
     return sorted(found)
 
 
-def _mentions(before: str, scene: Scene) -> Iterator[list[str]]:
-    """The people named in the text before the pronoun, then in each recent message, newest
-    first (the speaker excluded: they say 我)."""
-    for text in (before, *scene.earlier):
-        names = [n for _, n in people_in(text, scene.names) if n != scene.speaker]
+def relations_in(text: str, scene: Scene, own_words: bool) -> list[tuple[int, str]]:
+    """(offset of the relation, "owner的relation") for each owned relation in ``text``:
+    owned by a known name, or, in the speaker's own words, by 我 or 你."""
+    owners = [re.escape(n) for n in sorted(scene.names, key=len, reverse=True) if len(n) > 1]
+    if own_words:
+        owners += ["我", "你"]
+    if not owners:
+        return []
+    found = []
+    for m in re.finditer(rf"({'|'.join(owners)})(?<!们)的?({_KIN})", text):
+        owner = {"我": scene.speaker, "你": scene.addressee}.get(m.group(1), m.group(1))
+        if owner:
+            found.append((m.start(2), f"{owner}的{m.group(2)}"))
+    return found
+
+
+def _fits(pronoun: str, person: str) -> bool:
+    """A relation's gender against 他 / 她 (a name fits either: its gender is unknown)."""
+    relation = person.rpartition("的")[2]
+    if pronoun == "她":
+        return relation not in KIN_MALE
+    if pronoun == "他":
+        return relation not in KIN_FEMALE
+    return True
+
+
+def _mentions(before: str, scene: Scene, pronoun: str = "") -> Iterator[list[str]]:
+    """The people named or owned (我的儿子) in the text before the pronoun, then in each
+    recent message, newest first (the speaker excluded: they say 我), in order."""
+    for n, text in enumerate((before, *scene.earlier)):
+        found = [(at, name) for at, name in people_in(text, scene.names) if name != scene.speaker]
+        found += relations_in(text, scene, own_words=n == 0)
+        names = [name for _, name in sorted(found) if _fits(pronoun, name)]
         if names:
             yield list(dict.fromkeys(names))
 
 
-def last_person(before: str, scene: Scene) -> str | None:
-    return next((names[-1] for names in _mentions(before, scene)), None)
+def last_person(before: str, scene: Scene, pronoun: str = "") -> str | None:
+    return next((names[-1] for names in _mentions(before, scene, pronoun)), None)
 
 
 def last_people(before: str, scene: Scene) -> str | None:
@@ -118,7 +154,7 @@ def _who(pronoun: str, before: str, scene: Scene) -> str | None:
     if pronoun in ZH_SECOND:
         return scene.addressee
     if pronoun in ZH_THIRD:
-        return last_person(before, scene)
+        return last_person(before, scene, pronoun)
     if pronoun in ZH_FIRST_PLURAL:
         return f"{scene.speaker}等人"
     if pronoun in ZH_SECOND_PLURAL:

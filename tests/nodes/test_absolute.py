@@ -180,6 +180,32 @@ def test_english_here_and_there_are_places_where_they_are_places(text: str, expe
     assert not [f for f in find_relative(expected, scene.names) if f.kind == "place"]
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # from DialogRE's degraded jobs: the person is a relation, not a name
+        ("我的儿子住在纽约，我爱他", "艾米丽的儿子住在纽约，艾米丽爱艾米丽的儿子"),
+        ("你妹妹来了吗？她说要来", "罗斯妹妹来了吗？罗斯的妹妹说要来"),
+        ("瑞秋的男朋友说他会来", "瑞秋的男朋友说瑞秋的男朋友会来"),
+        ("我的朋友老对我发脾气，我想和他谈谈", "艾米丽的朋友老对艾米丽发脾气，艾米丽想和艾米丽的朋友谈谈"),
+        # the last one mentioned who can be 他 / 她: a brother is no 她
+        ("瑞秋和我弟弟吵架了，她很生气", "瑞秋和艾米丽弟弟吵架了，瑞秋很生气"),
+        ("瑞秋和我弟弟吵架了，他很生气", "瑞秋和艾米丽弟弟吵架了，艾米丽的弟弟很生气"),
+    ],
+)  # fmt: skip
+def test_a_relation_someone_owns_is_a_person_he_or_she_can_mean(text: str, expected: str) -> None:
+    lonely = Scene(MONDAY, "艾米丽", "罗斯", "群", "the group", names=("艾米丽", "罗斯", "瑞秋"))
+    assert absolutize(text, lonely) == expected
+    assert not find_relative(expected, lonely.names)
+
+
+def test_a_relation_nobody_owns_or_of_another_speaker_is_not_guessed() -> None:
+    lonely = Scene(MONDAY, "艾米丽", "罗斯", "群", "the group", names=("艾米丽", "罗斯"),
+                   earlier=("你弟弟来了吗？",))  # fmt: skip  # whose 你? not the speaker's
+    assert absolutize("他总是迟到", lonely) == "他总是迟到"
+    assert absolutize("朋友说他会来", lonely) == "朋友说他会来"  # whose friend?
+
+
 def test_common_words_jieba_tags_as_names_are_not_people() -> None:
     from stores.text import name_like
 
