@@ -68,9 +68,11 @@ ZH_SPAN = re.compile(
     r"(上|这|本|上上)个?(周|星期|礼拜|月)|(去|今|前)年|前几天|这几天|最近|近来|前阵子|前段时间"
 )
 ZH_DATE = re.compile(r"(?:(\d{4})年)?(\d{1,2})月(\d{1,2})[日号]")
-_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august",
-           "september", "october", "november", "december")  # fmt: skip
-EN_MONTH = {m: i for i, m in enumerate(_MONTHS, 1)} | {m[:3]: i for i, m in enumerate(_MONTHS, 1)}
+EN_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+             "September", "October", "November", "December")  # fmt: skip
+EN_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+# month name or its first three letters -> its number
+EN_MONTH = {form: i for i, m in enumerate(EN_MONTHS, 1) for form in (m.lower(), m[:3].lower())}
 _MONTH = r"(" + "|".join(sorted(EN_MONTH, key=len, reverse=True)) + r")\.?"
 EN_DATE = re.compile(  # May 4th, May 4, 2024 / the 4th of May
     rf"\b{_MONTH}\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?:,?\s+(\d{{4}}))?"

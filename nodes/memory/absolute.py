@@ -28,6 +28,7 @@ from nodes.memory.lexicon import (
 from stores.text import has_cjk
 from stores.when import (
     EN_DAY_OFFSET,
+    EN_MONTHS,
     EN_VAGUE,
     ZH_DAY_OFFSET,
     ZH_DAYPART,
@@ -37,8 +38,6 @@ from stores.when import (
     zh_number,
 )
 
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-          "September", "October", "November", "December")  # fmt: skip
 ZH_WEEKDAY = {"一": 0, "二": 1, "三": 2, "四": 3, "五": 4, "六": 5, "日": 6, "天": 6}
 _LEADING_PREPOSITION = re.compile(r"^(?:on|in|at|as of) ")
 _PREPOSITION = re.compile(
@@ -55,7 +54,7 @@ def zh_date(d: date) -> str:
 
 
 def en_date(d: date) -> str:
-    return f"{d.day} {MONTHS[d.month - 1]} {d.year}"
+    return f"{d.day} {EN_MONTHS[d.month - 1]} {d.year}"
 
 
 _ZH_YEAR = {"前年": -2, "去年": -1, "今年": 0, "明年": 1, "后年": 2}
@@ -143,7 +142,7 @@ def en_time(phrase: str, now: datetime) -> str:
             return f"in the week of {en_date(week_start(today, step))}"
         if unit == "month":
             d = month_shift(today, step)
-            return f"in {MONTHS[d.month - 1]} {d.year}"
+            return f"in {EN_MONTHS[d.month - 1]} {d.year}"
         return f"in {today.year + step}"
     if p.endswith(" ago"):
         amount, unit = p[: -len(" ago")].rsplit(" ", 1)
@@ -157,7 +156,7 @@ def en_time(phrase: str, now: datetime) -> str:
             return f"around {en_date(today - timedelta(weeks=n))}"
         if unit == "month":
             d = month_shift(today, -n)
-            return f"in {MONTHS[d.month - 1]} {d.year}"
+            return f"in {EN_MONTHS[d.month - 1]} {d.year}"
         return f"in {today.year - n}"
     return phrase
 

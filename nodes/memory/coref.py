@@ -25,6 +25,7 @@ from nodes.memory.lexicon import (
     zh_pronoun_tokens,
 )
 from stores.text import NAME_POS, PLACE_POS, name_like, tagged
+from stores.when import EN_MONTHS, EN_WEEKDAYS
 
 # A relation someone owns (我的儿子, 你妹妹, 瑞秋的男朋友) is a person 他 / 她 can mean, and its
 # gender says which (a brother is no 她); one nobody owns (朋友说他…) is not guessed.
@@ -47,10 +48,7 @@ EN_CHAT_MEANT = re.compile(
     r"(?:anyone|anybody|everyone|everybody|people|guys|folks|someone|somebody)\s+$", re.I
 )
 EN_PLACE_NAME = re.compile(r"\b(?:in|at|to|from|near)\s+((?:[A-Z][\w'-]+)(?:\s+[A-Z][\w'-]+)*)")
-EN_NOT_PLACE = re.compile(
-    r"(?:January|February|March|April|May|June|July|August|September|October|November"
-    r"|December|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"
-)
+EN_NOT_PLACE = re.compile(rf"(?:{'|'.join((*EN_MONTHS, *EN_WEEKDAYS))})\b")
 
 
 @dataclass(frozen=True)

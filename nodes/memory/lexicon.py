@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from stores.text import tokenize_with_offsets
+from stores.when import EN_WEEKDAYS
 
 Kind = Literal["pronoun", "time", "place"]
 
@@ -56,7 +57,7 @@ ZH_TIME = re.compile(
 )
 ZH_PLACE = re.compile(r"这里|这儿|这边|此处|那里|那儿|那边|本群")
 
-WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+WEEKDAYS = tuple(d.lower() for d in EN_WEEKDAYS)
 _NUM = (
     r"(?:a|an|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|\d+"
     r"|a few|a couple of|couple of|several)"
