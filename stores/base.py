@@ -6,8 +6,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cached_property
 from typing import Any, Literal, Protocol, runtime_checkable
+
+from stores.when import window_of
 
 ChatType = Literal["group", "private"]
 JobStatus = Literal["queued", "running", "done", "failed"]
@@ -329,6 +332,13 @@ class EventQuery:
         if self.time_from is not None and self.time_to is not None:
             if self.time_from > self.time_to:
                 raise ValueError("time range: from is after to")
+
+    @classmethod
+    def asked(cls, text: str, at: datetime, **fields: Any) -> EventQuery:
+        """A question as a chat asks it at ``at`` (the reply path, the benchmarks): its time
+        words ("上周", "May 4th") are the span it is about, in ``at``'s own zone, and memories
+        fade relative to ``at``, not the clock."""
+        return cls(text=text, about=window_of(text, at), now=at.timestamp(), **fields)
 
     @property
     def scope(self) -> ChatScope:

@@ -15,7 +15,6 @@ from nodes.reply.observe import without_addressing
 from state.context import Context
 from state.reply import ReplyState, current_message
 from stores.base import EventQuery, profile_view
-from stores.when import window_of
 
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="retrieve")
 
@@ -24,8 +23,9 @@ def retrieve(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     msg = current_message(state)
     persona_id = state.get("persona_id", msg.persona_id)
     addressing = {*deps.persona_names(persona_id), deps.bot_id}
-    query = EventQuery(
-        text=without_addressing(msg.content, addressing) or msg.content,  # "@小爱" is no topic
+    query = EventQuery.asked(
+        without_addressing(msg.content, addressing) or msg.content,  # "@小爱" is no topic
+        msg.when,  # "上周" is a span in the message's own zone; memories fade relative to it
         platform=msg.platform,
         chat_type=msg.chat_type,
         chat_id=msg.scope_chat_id,
@@ -33,8 +33,6 @@ def retrieve(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
         top_k=ctx.auto_top_k or deps.auto_top_k,
         asker_id=msg.user_id,  # 我 in the message is them
         asker_name=msg.user_name,
-        about=window_of(msg.content, msg.when),  # "上周" is a span, in the message's own zone
-        now=msg.when.timestamp(),  # memories fade relative to the message, not the clock
     )
     searching = _pool.submit(deps.events.search, query)  # the SQL reads below run meanwhile
     view = profile_view(deps.profiles, msg.user_id, msg.scope, deps.profile_sharing)

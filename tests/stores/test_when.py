@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from sqlalchemy import Engine
@@ -53,6 +53,20 @@ def test_vague_spans_and_none() -> None:
     assert window_of("小明喜欢吃什么", NOW) is None
     assert window_of("I may go on March", NOW) is None  # a month with no day is no date
     assert window_of("May 45th", NOW) is None
+
+
+def test_a_question_asked_at_a_time_carries_its_span_and_its_clock() -> None:
+    """What the reply path and the benchmarks build: the span in the asker's zone."""
+    q = EventQuery.asked("On May 4th what did I say?", NOW, platform="qq", chat_type="group",
+                         chat_id="g1", top_k=3)  # fmt: skip
+    assert q.about == (day(5, 4), day(5, 5)) and q.now == NOW.timestamp() and q.top_k == 3
+    utc = NOW.astimezone(UTC).replace(hour=1)  # 1:00 UTC on the 25th is 9:00 in +8
+    plain = EventQuery.asked("小明喜欢吃什么", utc, platform="qq", chat_type="group", chat_id="g1")
+    assert plain.about is None and plain.now == utc.timestamp()
+    assert EventQuery.asked("昨天", utc, platform="qq", chat_type="group", chat_id="g1").about == (
+        datetime(2026, 11, 24, tzinfo=UTC).timestamp(),
+        datetime(2026, 11, 25, tzinfo=UTC).timestamp(),
+    )  # "yesterday" in the zone it was said in
 
 
 def test_a_question_about_last_week_lifts_last_weeks_memory(
