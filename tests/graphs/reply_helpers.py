@@ -34,6 +34,15 @@ def message(content: str, **changes: Any) -> dict[str, Any]:
     return {**base, **changes}
 
 
+def passing_id(stream: str = "qq:group:1001", above: float = 0.95) -> str:
+    """A message id whose die (``plan.roll``) lets a chatting bot stay quiet at any odds
+    below ``above``: a test about the buffer must not depend on which number the shared id
+    counter has reached (the test order)."""
+    from nodes.reply.plan import roll
+
+    return next(f"quiet-{i}" for i in itertools.count() if roll(stream, f"quiet-{i}", 0) > above)
+
+
 class Chat:
     """One reply graph with a checkpointer; ``send`` runs a message on its stream's thread."""
 

@@ -17,7 +17,7 @@ from state.context import Context
 from state.validation import InputError
 from stores.base import EventRecord, Persona
 from tests.fakes import FakeChat
-from tests.graphs.reply_helpers import Chat, message, with_rules
+from tests.graphs.reply_helpers import Chat, message, passing_id, with_rules
 
 BOT = {"mentions": ["bot"]}
 
@@ -198,7 +198,8 @@ def test_a_thread_resumes_from_its_checkpoint_after_a_restart(deps: Deps, tmp_pa
     path = tmp_path / "checkpoints.db"
     before = Chat(deps, SqliteSaver(sqlite3.connect(path, check_same_thread=False)))
     before.send(message("@bot 在吗", **BOT))
-    before.send(message("今天好累"))
+    quiet = before.send(message("今天好累", message_id=passing_id()))
+    assert quiet["action"] == "no_reply"  # buffered, not handed off
     after = Chat(deps, SqliteSaver(sqlite3.connect(path, check_same_thread=False)))  # a new process
     state = after.state(message("x"))
     assert state["chat_state"] == "CHAT" and state["pending"][-1]["content"] == "今天好累"
