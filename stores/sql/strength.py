@@ -14,8 +14,6 @@ from stores.decay import Strength
 from stores.sql.covered import chunks, mine, tenant
 from stores.sql.schema import EventDocRow, EventStrengthRow
 
-MAX_IDS = 500  # a reply recalls a few; a pin names a few
-
 
 class SqlEventStrength:
     def __init__(self, engine: Engine, *, bot: str) -> None:
@@ -90,30 +88,28 @@ class SqlEventStrength:
     def _touch_once(
         self, ids: Sequence[str], change: dict[str, Any], new: dict[str, Any]
     ) -> list[str]:
-        wanted = list(dict.fromkeys(ids))[:MAX_IDS]
         doc, row = mine(EventDocRow, self.bot), mine(EventStrengthRow, self.bot)
+        stored: list[str] = []
         with self.engine.begin() as conn:
-            stored = (
-                conn.execute(select(EventDocRow.id).where(doc, EventDocRow.id.in_(wanted)))
-                .scalars()
-                .all()
-            )
-            had = set(
-                conn.execute(
-                    select(EventStrengthRow.id).where(row, EventStrengthRow.id.in_(stored))
-                ).scalars()
-            )
-            if had:
-                conn.execute(
-                    update(EventStrengthRow)
-                    .where(row, EventStrengthRow.id.in_(had))
-                    .values(**change)
+            for part in chunks(list(dict.fromkeys(ids))):  # bound each IN list, not the call
+                found = conn.execute(select(EventDocRow.id).where(doc, EventDocRow.id.in_(part)))
+                mine_now = list(found.scalars())
+                had = set(
+                    conn.execute(
+                        select(EventStrengthRow.id).where(row, EventStrengthRow.id.in_(mine_now))
+                    ).scalars()
                 )
-            if fresh := [i for i in stored if i not in had]:
-                conn.execute(
-                    insert(EventStrengthRow), [{"bot_id": self.bot, "id": i, **new} for i in fresh]
-                )
-        return list(stored)
+                if had:
+                    conn.execute(
+                        update(EventStrengthRow)
+                        .where(row, EventStrengthRow.id.in_(had))
+                        .values(**change)
+                    )
+                if fresh := [i for i in mine_now if i not in had]:
+                    rows = [{"bot_id": self.bot, "id": i, **new} for i in fresh]
+                    conn.execute(insert(EventStrengthRow), rows)
+                stored += mine_now
+        return stored
 
 
 def _strengths(rows: Any) -> dict[str, Strength]:

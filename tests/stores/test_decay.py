@@ -189,3 +189,14 @@ def test_forget_takes_the_strength_rows_too(
     with engine.connect() as conn:  # the rows themselves, not only through event_docs
         left = conn.execute(select(EventStrengthRow.id)).scalars().all()
     assert left == ["theirs"]
+
+
+def test_a_pin_of_many_memories_pins_every_one(engine: Engine) -> None:
+    """Long id lists are read in bounded runs, none dropped (SQLite's parameter limit)."""
+    lexical, strength = SqlLexicalIndex(engine, bot="b1"), SqlEventStrength(engine, bot="b1")
+    lexical.upsert_many([event(f"e{i}", "嗯") for i in range(1_200)])
+    ids = [f"e{i}" for i in range(1_200)]
+    assert sorted(strength.pin([*ids, "missing"])) == sorted(ids)
+    strength.recalled(ids, at=NOW)
+    assert all(s.pinned and s.recalls == 1 for s in strength.of(ids).values())
+    assert len(strength.of(ids)) == 1_200
