@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from benchmarks.common import SHARED_DATA
 from benchmarks.memory_sets import TZ, MemorySet, Question, job
 from benchmarks.memorybank_gold import CN, EN
+from nodes.reply.hand_off import reply_summary
 
 DATED = re.compile(
     r"\d+月\d+[日号]|\b(?:January|February|March|April|May|June|July|August|September|"
@@ -55,14 +56,15 @@ def memorybank_set(lang: str, limit: int | None = None) -> MemorySet:
                 rid = f"{chat}:{day[5:]}:{i}"
                 said, reply = turn["query"].strip(), turn["response"].strip()
                 recent = [{"user_id": "bot", "user_name": bot, "content": reply}]
-                action = f"我回复了{name}：“{reply}”"  # as the bot's hand-off writes it
+                action = reply_summary(name, reply)  # as the bot's hand-off writes it
                 when = start + timedelta(minutes=3 * i)
                 out.jobs.append(job(rid, chat, uid, name, said, when, recent, "private", action))
                 out.raw[rid] = f"{name}: {said}\n{bot}: {reply}"
         for text, turns in zip(asked[u], gold[u], strict=True):
             if turns:  # an English question whose answer is not in the English history
                 ids = frozenset(f"{chat}:{t}" for t in turns)
-                assert ids <= out.raw.keys(), f"memorybank gold {u}: {sorted(ids - out.raw.keys())}"
+                if missing := sorted(ids - out.raw.keys()):
+                    raise ValueError(f"memorybank gold, user {u}: no turns {missing}")
                 out.questions.append(
                     Question(text, chat, uid, name, ids, category(text), "private")
                 )

@@ -1,6 +1,6 @@
 """Evidence for MemoryBank's probing questions, labelled here by hand.
 
-MemoryBank (``../shared/data/memorybank``, MIT) ships 15 users' ten days of chat with an AI
+MemoryBank (MIT; read from ``GROUPMIND_SHARED_DATA``, never copied here) ships 15 users' ten days of chat with an AI
 companion and 100 probing questions per language, with no answers. Each question below is
 given the turns (``"MM-DD:i"``, the i-th exchange of that day) that hold its answer, read
 from the Chinese histories; the English ones are translations with the same days and

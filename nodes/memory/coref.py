@@ -91,7 +91,7 @@ def relations_in(text: str, scene: Scene, own_words: bool) -> list[tuple[int, st
     if not owners:
         return []
     found = []
-    for m in re.finditer(rf"({'|'.join(owners)})(?<!们)的?({_KIN})", text):
+    for m in re.finditer(rf"({'|'.join(owners)})的?({_KIN})", text):
         owner = {"我": scene.speaker, "你": scene.addressee}.get(m.group(1), m.group(1))
         if owner:
             found.append((m.start(2), f"{owner}的{m.group(2)}"))

@@ -93,6 +93,11 @@ def jobs_from_buffer(
     return jobs
 
 
+def reply_summary(user_name: str, said: str) -> str:
+    """The bot's action in the memory job of the person it answered."""
+    return f"我回复了{user_name}：“{said}”"
+
+
 def enqueue(deps: Deps, jobs: list[MemoryJob]) -> list[str]:
     """Queue jobs (their chat and person kept beside them, for forget)."""
     queue = need(deps.jobs, "jobs")
@@ -125,7 +130,7 @@ def hand_off(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
         bot_line = _store_reply(deps, msg, said, persona_id)
         pending.append(bot_line)
         # A template reply says nothing worth remembering; a model's reply does.
-        summary = "" if said.startswith(TEMPLATE_LABELS) else f"我回复了{msg.user_name}：“{said}”"
+        summary = "" if said.startswith(TEMPLATE_LABELS) else reply_summary(msg.user_name, said)
         jobs = jobs_from_buffer(
             pending, msg, persona_id, deps.validation, answered_user=msg.user_id,
             action=summary, variants=state.get("memory_variants"),
