@@ -13,7 +13,6 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from nodes.deps import Deps
-from nodes.forget import VARIANTS
 from nodes.variants import slot
 from state.context import Context
 from state.forget import ForgetInput, ForgetOutput, ForgetState, forget_platforms
@@ -25,8 +24,8 @@ def build_forget_graph(deps: Deps, *, checkpointer: Checkpointer = None) -> Forg
     g = StateGraph(
         ForgetState, context_schema=Context, input_schema=ForgetInput, output_schema=ForgetOutput
     )
-    # An async slot (it scrubs a server's threads from inside it): typed loosely, as all are.
-    erase = slot("erase", cast(Any, VARIANTS), deps, platforms=forget_platforms)
+    # An async slot: it scrubs a server's threads from inside it.
+    erase = slot("erase", deps, platforms=forget_platforms)
     g.add_node("erase", cast(Any, erase))
     g.add_edge(START, "erase")
     g.add_edge("erase", END)

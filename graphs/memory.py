@@ -13,7 +13,6 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from nodes.deps import Deps
-from nodes.memory import VARIANTS
 from nodes.memory.embed import route_after_embed
 from nodes.memory.quality_gate import route_after_gate
 from nodes.variants import slot
@@ -25,6 +24,7 @@ from state.memory import (
     job_variants,
     memory_platforms,
 )
+from state.slots import graph_slots
 
 MemoryGraph = CompiledStateGraph[MemoryState, Context, MemoryJobInput, MemoryOutput]
 
@@ -33,10 +33,9 @@ def build_memory_graph(deps: Deps, *, checkpointer: Checkpointer = None) -> Memo
     g = StateGraph(
         MemoryState, context_schema=Context, input_schema=MemoryJobInput, output_schema=MemoryOutput
     )
-    for name in VARIANTS:
-        # A slot picks its variant per run (the job's own first); typed loosely since
-        # variants share one signature.
-        node = slot(name, VARIANTS, deps, pinned=job_variants, platforms=memory_platforms)
+    for name in graph_slots("memory"):
+        # A slot picks its variant per run, the job's own first (nodes/variants.py).
+        node = slot(name, deps, pinned=job_variants, platforms=memory_platforms)
         g.add_node(name, cast(Any, node))
     g.add_edge(START, "intake")
     g.add_edge("intake", "rewrite")

@@ -22,7 +22,6 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import Checkpointer
 
 from nodes.deps import Deps
-from nodes.reply import VARIANTS
 from nodes.reply.observe import route_after_observe
 from nodes.reply.plan import route_after_plan
 from nodes.reply.reply import route_after_reply
@@ -30,6 +29,7 @@ from nodes.reply.tools import make_tools
 from nodes.variants import slot
 from state.context import Context
 from state.reply import ReplyInput, ReplyOutput, ReplyState, reply_platforms
+from state.slots import graph_slots
 
 ReplyGraph = CompiledStateGraph[ReplyState, Context, ReplyInput, ReplyOutput]
 
@@ -38,9 +38,9 @@ def build_reply_graph(deps: Deps, *, checkpointer: Checkpointer = None) -> Reply
     g = StateGraph(
         ReplyState, context_schema=Context, input_schema=ReplyInput, output_schema=ReplyOutput
     )
-    for name in VARIANTS:
-        # A slot picks its variant per run; typed loosely since variants share one signature.
-        g.add_node(name, cast(Any, slot(name, VARIANTS, deps, platforms=reply_platforms)))
+    for name in graph_slots("reply"):
+        # A slot picks its variant per run (built-in or a plugin's: nodes/variants.py).
+        g.add_node(name, cast(Any, slot(name, deps, platforms=reply_platforms)))
     g.add_edge(START, "observe")
     g.add_conditional_edges(
         "observe", route_after_observe, ["retrieve", "rank_context", "plan", END]

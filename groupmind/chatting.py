@@ -11,10 +11,8 @@ from langgraph.types import Durability
 from graphs.reply import ReplyGraph
 from groupmind.threads import thread_config
 from nodes.deps import Deps
-from nodes.memory import VARIANTS as MEMORY_VARIANTS
-from nodes.reply import VARIANTS
 from nodes.reply.observe import validate_message
-from nodes.variants import UnknownVariant, choose, resolve_all
+from nodes.variants import choose, registry, resolve_all
 from state.context import Context
 from state.validation import InputError
 
@@ -24,15 +22,9 @@ EXTRA_KEYS = ("tool_calls", "fallback", "usage")  # shown when not empty
 
 def checked_variants(asked: dict[str, str], deps: Deps) -> dict[str, str]:
     """Variants asked for by name (``--variant``), for any slot of either graph; raises
-    UnknownVariant naming the first slot or variant that does not exist or cannot run."""
-    for slot in asked:
-        if slot not in VARIANTS and slot not in MEMORY_VARIANTS:
-            raise UnknownVariant(
-                f"variants.{slot}: no such slot (reply graph: {', '.join(VARIANTS)}; "
-                f"memory graph: {', '.join(MEMORY_VARIANTS)})"
-            )
-    for registry in (VARIANTS, MEMORY_VARIANTS):
-        resolve_all(registry, Context(variants=asked), deps)
+    UnknownVariant naming the first slot or variant that does not exist, was refused, or
+    cannot run (``llm`` without a model)."""
+    registry().check(asked, has_model=deps.chat is not None)
     return asked
 
 
@@ -40,7 +32,8 @@ def reply_context(deps: Deps, variants: dict[str, str] | None = None) -> Context
     """Every reply slot's variant resolved up front, so run metadata names the exact arm;
     memory slots named here travel with the memory jobs the run writes."""
     asked = variants or {}
-    return Context(variants={**asked, **resolve_all(VARIANTS, Context(variants=asked), deps)})
+    reply = registry().graph("reply")
+    return Context(variants={**asked, **resolve_all(reply, Context(variants=asked), deps)})
 
 
 def reply_to(
@@ -55,6 +48,27 @@ def reply_to(
     InputError before anything is stored. ``callbacks``: LangChain handlers (tracing,
     timing). ``durability``: one checkpoint per message by default (a run is short and its
     writes idempotent); a server checkpoints every step (``async``)."""
+    out = run_reply(graph, deps, raw, context, callbacks, durability)
+    extra = {key: out[key] for key in EXTRA_KEYS if out.get(key)}
+    return {key: out.get(key) for key in REPLAY_KEYS} | {
+        "message_id": out["message_id"],
+        "sticker": out.get("sticker") or None,
+        "handed_off": out.get("handed_off", []),
+        "duplicate": bool(out.get("duplicate")),
+        **extra,
+    }
+
+
+def run_reply(
+    graph: ReplyGraph,
+    deps: Deps,
+    raw: Any,
+    context: Context,
+    callbacks: list[Any] | None = None,
+    durability: Durability = "exit",
+) -> dict[str, Any]:
+    """The reply graph's whole output for one message (``ReplyOutput``: the ranking, usage
+    and fallbacks included), with the message's id."""
     msg = validate_message(raw, deps)
     adopt_legacy_thread(graph, msg.stream, deps.bot_id)
     config: Any = {
@@ -63,19 +77,13 @@ def reply_to(
         "metadata": {
             "stream": msg.stream,
             "message_id": msg.message_id,
+            "bot_id": deps.bot_id,
             "variants": dict(context.variants),
         },
         "callbacks": callbacks or [],
     }
     out = graph.invoke({"message": raw}, config, context=context, durability=durability)
-    extra = {key: out[key] for key in EXTRA_KEYS if out.get(key)}
-    return {key: out.get(key) for key in REPLAY_KEYS} | {
-        "message_id": msg.message_id,
-        "sticker": out.get("sticker") or None,
-        "handed_off": out.get("handed_off", []),
-        "duplicate": bool(out.get("duplicate")),
-        **extra,
-    }
+    return {**out, "message_id": msg.message_id}
 
 
 _checked: set[tuple[int, str]] = set()
@@ -103,9 +111,13 @@ def rank_only(deps: Deps, raw: Any, context: Context) -> dict[str, Any]:
     """Store the message and rank its context, whatever the chat's state."""
     if not isinstance(raw, dict):
         raise InputError("message", f"must be a JSON object, got {type(raw).__name__}")
-    observed = VARIANTS["observe"]["default"]({"message": raw}, context, deps)
-    ranker = VARIANTS["rank_context"][choose("rank_context", VARIANTS, context, deps)]
-    ranked = ranker(observed, context, deps)
+    reg = registry()
+    variants = reg.graph("reply")
+    observed = variants["observe"]["default"]({"message": raw}, context, deps)
+    name = choose("rank_context", variants, context, deps)
+    ranked = reg.checked(
+        "rank_context", name, variants["rank_context"][name](observed, context, deps)
+    )
     return {
         "message_id": observed["message_id"],
         "context_ids": ranked["context_ids"],

@@ -30,11 +30,11 @@ from langgraph.graph.state import CompiledStateGraph
 
 from groupmind.settings import Settings
 from nodes.deps import Deps, need
-from nodes.memory import VARIANTS
 from nodes.memory.intake import validate_job
-from nodes.variants import UnknownVariant, resolve_all
+from nodes.variants import UnknownVariant, registry, resolve_all
 from state.context import Context
 from state.memory import MemoryJob
+from state.slots import graph_slots
 from state.validation import InputError
 from stores.base import JobQueue, JobRow, job_thread_id
 
@@ -129,7 +129,7 @@ class MemoryWorker:
         # Resolve every slot's variant once, so the run metadata names the exact arm.
         self.context = Context(
             persona_id=base.persona_id,
-            variants=resolve_all(VARIANTS, base, deps),
+            variants=resolve_all(registry().graph("memory"), base, deps),
             max_gate_attempts=base.max_gate_attempts or settings.max_gate_attempts,
             auto_top_k=base.auto_top_k,
         )
@@ -146,10 +146,10 @@ class MemoryWorker:
         self.deps.allow([job.platform])
         try:
             variants = {**self.context.variants, **job.variants}
-            resolve_all(VARIANTS, Context(variants=variants), self.deps)
+            resolve_all(registry().graph("memory"), Context(variants=variants), self.deps)
         except UnknownVariant as exc:
             raise InputError("job", str(exc)) from None
-        unknown = sorted(set(job.variants) - set(VARIANTS))
+        unknown = sorted(set(job.variants) - set(graph_slots("memory")))
         if unknown:
             raise InputError("job", f"variants: {unknown[0]!r} is not a memory-graph slot")
         job = job.model_copy(update={"variants": variants})

@@ -55,5 +55,4 @@ class ChatSettings(BaseModel):
     max_replans: int = Field(default=2, ge=0, le=10)
     buffer_max: int = Field(default=20, ge=1, description="hand off after this many messages")
     max_tool_rounds: int = Field(default=3, ge=0, le=10)
-    tool_top_k: int = Field(default=10, ge=1, le=100)
     allow_cross_scope_search: bool = False

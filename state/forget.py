@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
+from typing_extensions import TypedDict
 
 from state.validation import ChatTypeField, as_id, as_key_part
 from stores.base import ChatScope, ForgetTarget

@@ -5,7 +5,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -14,6 +14,7 @@ from pydantic import (
     ValidationInfo,
     field_validator,
 )
+from typing_extensions import TypedDict
 
 from state.reducers import add_usage, merge_dicts
 from state.validation import (

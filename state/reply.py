@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import operator
 from datetime import datetime
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from typing_extensions import TypedDict
 
 from state.reducers import add_usage, inbox, merge_dicts
 from state.validation import (
@@ -201,6 +202,7 @@ class ReplyOutput(TypedDict, total=False):
     reason: str
     chat_state: ChatState
     context_ids: list[str]
+    ranked: list[list[Any]]
     memory_ids: list[str]
     reply: str
     sticker: dict[str, str]

@@ -21,6 +21,8 @@ from groupmind.threads import stream_thread_id
 from stores.sql import SqlJobQueue, make_engine
 from tests.conftest import _free_port
 from tests.graphs.reply_helpers import message
+from tests.langsmith_standin import LangSmithStandIn
+from tests.langsmith_standin import serve as langsmith
 from tests.serving import wait_ok
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,8 +70,20 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
 
 
 @pytest.fixture(scope="module")
-def two_bots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path, Path]]:
-    yield from start(tmp_path_factory.mktemp("lgdev-auth"), GROUPMIND_BOTS=json.dumps(BOTS))
+def traces() -> Iterator[LangSmithStandIn]:
+    with langsmith() as ls:
+        yield ls
+
+
+@pytest.fixture(scope="module")
+def two_bots(
+    tmp_path_factory: pytest.TempPathFactory, traces: LangSmithStandIn
+) -> Iterator[tuple[str, Path, Path]]:
+    """Two bots, traced to a LangSmith stand-in (what the server sends is what they read)."""
+    yield from start(
+        tmp_path_factory.mktemp("lgdev-auth"), GROUPMIND_BOTS=json.dumps(BOTS),
+        LANGSMITH_TRACING="true", LANGSMITH_ENDPOINT=traces.url, LANGSMITH_API_KEY="test-key",
+    )  # fmt: skip
 
 
 def test_both_graphs_run_through_the_sdk(server: tuple[str, Path, Path]) -> None:
@@ -116,6 +130,33 @@ def test_both_graphs_run_through_the_sdk(server: tuple[str, Path, Path]) -> None
     assert ("rewrite",) in memory_steps and ("embed",) in memory_steps
     assert "this server is OPEN" in log.read_text()  # an open server says so
     assert "outside the data dir" in log.read_text()  # and where it keeps its own records
+
+
+def test_a_run_is_stepped_through_edited_before_plan_and_resumed(
+    server: tuple[str, Path, Path],
+) -> None:
+    """docs/experiments.md's walk-through: stop before plan, read what plan will see, change
+    it (as rank_context: retrieve and rank_context ran side by side, so an update must say
+    which of them it stands for), resume."""
+    client = get_sync_client(url=server[0])
+    stream = "qq:group:step1"
+    thread = client.threads.create(thread_id=stream_thread_id(stream, "bot"))["thread_id"]
+    for n, text in enumerate(("我们周五聚餐吧", "好啊去哪", "@bot 你觉得呢")):
+        client.runs.wait(
+            thread, "reply", input={"message": message(text, chat_id="step1",
+                                                     mentions=["bot"] if n == 2 else [])},
+            interrupt_before=["plan"],
+        )  # fmt: skip
+    state = client.threads.get_state(thread)
+    assert state["next"] == ["plan"] and len(state["values"]["context_ids"]) >= 2
+    with pytest.raises(httpx.HTTPStatusError) as ambiguous:
+        client.threads.update_state(thread, {"context_ids": []})
+    assert "Ambiguous update" in ambiguous.value.response.text
+    first = state["values"]["context_ids"][:1]
+    client.threads.update_state(thread, {"context_ids": first}, as_node="rank_context")
+    assert client.threads.get_state(thread)["values"]["context_ids"] == first
+    done = client.runs.wait(thread, "reply", input=None)
+    assert done["action"] == "text_reply" and done["context_ids"] == first
 
 
 def test_a_thread_refuses_another_chats_message(server: tuple[str, Path, Path]) -> None:
@@ -171,6 +212,17 @@ def test_two_bots_each_see_only_their_own(two_bots: tuple[str, Path, Path]) -> N
     mine = a.assistants.create("reply", name="a-arm", context={"variants": {"plan": "rules"}})
     assert status_of(lambda: b.assistants.get(mine["assistant_id"])) == 404
     assert mine["assistant_id"] not in {x["assistant_id"] for x in b.assistants.search()}
+    # An assistant is an arm: one naming a variant that cannot run is refused at creation.
+    for variants, says in (({"plan": "nope"}, "variants.plan: unknown variant 'nope'"),
+                           ({"plan": "llm"}, "variants.plan: 'llm' needs a chat model"),
+                           ({"ranker": "x"}, "variants.ranker: no such slot")):  # fmt: skip
+        with pytest.raises(httpx.HTTPStatusError) as refused:
+            a.assistants.create("reply", context={"variants": variants})
+        assert refused.value.response.status_code == 422 and says in refused.value.response.text
+    with pytest.raises(httpx.HTTPStatusError):
+        a.assistants.update(
+            mine["assistant_id"], config={"configurable": {"variants": {"plan": "x"}}}
+        )
 
     # Runs stay in the bot's own platforms: A is qq only.
     on_lark = message("@bot 飞书", platform="lark", chat_id="9", mentions=["bot"])
@@ -192,6 +244,49 @@ def test_two_bots_each_see_only_their_own(two_bots: tuple[str, Path, Path]) -> N
     assert forget["removed"]["events"] == 1
     assert status_of(lambda: a.runs.wait(a.threads.create()["thread_id"], "forget",
                                          input={"platform": "lark", "user_id": "1"})) == 403  # fmt: skip
+
+
+def test_server_runs_carry_their_arm_and_decision_in_their_traces(
+    two_bots: tuple[str, Path, Path], traces: LangSmithStandIn
+) -> None:
+    url, _, _ = two_bots
+    a = get_sync_client(url=url, api_key=KEY_A)
+    arm = a.assistants.create(
+        "reply", name="recent-arm", context={"variants": {"rank_context": "recent"}}
+    )
+    stream = "qq:group:2002"
+    thread = a.threads.create(
+        thread_id=stream_thread_id(stream, "bot-a"), metadata={"stream": stream}
+    )
+    asked = message("@bot-a 明天几点开会？", chat_id="2002", mentions=["bot-a"])
+    out = a.runs.wait(thread["thread_id"], arm["assistant_id"], input={"message": asked})
+    job = {"request_id": "traced-1", "action_summary": "", "new_info": "我明天去北京", "user_id": "1",
+           "user_name": "小明", "chat_type": "group", "chat_id": "2002",
+           "timestamp": "2026-11-16T10:05:00+08:00"}  # fmt: skip
+    a.runs.wait(a.threads.create()["thread_id"], "memory", input=job)
+
+    def root(**match: str) -> dict[str, Any] | None:
+        for run in traces.roots():
+            md = traces.metadata(run)
+            if all(md.get(k) == v for k, v in match.items()) and run.get("end_time"):
+                return md
+        return None
+
+    deadline = time.monotonic() + 30  # the server's tracer sends in the background
+    while time.monotonic() < deadline and not (root(message_id=asked["message_id"])
+                                               and root(request_id="traced-1")):  # fmt: skip
+        time.sleep(0.3)
+    reply = root(message_id=asked["message_id"])
+    assert reply is not None, [traces.metadata(r) for r in traces.roots()]
+    assert reply["bot_id"] == "bot-a" and reply["owner"] == "bot-a" and reply["stream"] == stream
+    assert reply["assistant_id"] == arm["assistant_id"]
+    assert reply["variants"]["rank_context"] == "recent" and reply["variants"]["plan"] == "rules"
+    assert reply["action"] == out["action"] == "text_reply" and reply["reason"]
+    memory = root(request_id="traced-1")
+    assert memory is not None and memory["bot_id"] == "bot-a" and memory["status"] == "stored"
+    assert memory["gate"] == "passed" and memory["variants"]["rewrite"] == "rules"
+    # what a bot's traces say is its own: nothing of bot-a's is labelled another bot's
+    assert {traces.metadata(r).get("bot_id") for r in traces.roots()} <= {"bot-a", "bot-b", None}
 
 
 @pytest.mark.parametrize("strategy", ["interrupt", "rollback", "enqueue", "reject"])

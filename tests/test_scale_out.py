@@ -27,6 +27,7 @@ from groupmind.threads import stream_thread_id
 from stores.sql import make_engine
 from stores.sql.schema import EventDocRow, MemoryJobRow, MessageRow
 from tests import langhost
+from tests.langsmith_standin import serve as langsmith
 
 REDIS_DB = 11
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.timeout(900)]
@@ -38,7 +39,7 @@ BOTS = json.dumps([{"id": "bot", "api_key": KEY, "platforms": ["qq"]}])
 @pytest.fixture
 def deployment(tmp_path: Path, chroma_server: tuple[str, int]) -> Iterator[dict[str, Any]]:
     langhost.available()
-    with langhost.databases("lh", "gm", create=False) as urls:
+    with langhost.databases("lh", "gm", create=False) as urls, langsmith() as traces:
         langhost.redis_flush(REDIS_DB)
         env = langhost.base_env(
             urls["lh"], REDIS_DB, sql_url=urls["gm"], checkpointer="postgres",
@@ -46,6 +47,8 @@ def deployment(tmp_path: Path, chroma_server: tuple[str, int]) -> Iterator[dict[
             server_memory_worker="false", data_dir=str(tmp_path / "data"),
             job_backoff_base_s="0.5", bots=BOTS,
         )  # fmt: skip
+        env.update(LANGSMITH_TRACING="true", LANGSMITH_ENDPOINT=traces.url,
+                   LANGSMITH_API_KEY="test-key")  # fmt: skip
         made = langhost.create_databases(env)  # as the recipe says, before the fleet starts
         assert made.count("created database") == 2 and "schema at revision" in made
         procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -59,7 +62,8 @@ def deployment(tmp_path: Path, chroma_server: tuple[str, int]) -> Iterator[dict[
                     [str(langhost.VENV / "bin" / "groupmind"), "worker", "--poll", "0.2"],
                     cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT,
                 )  # fmt: skip
-            yield {"servers": servers, "procs": procs, "gm": urls["gm"], "tmp": tmp_path}
+            yield {"servers": servers, "procs": procs, "gm": urls["gm"], "tmp": tmp_path,
+                   "traces": traces}  # fmt: skip
         finally:
             langhost.stop(*procs.values())
 
@@ -147,3 +151,21 @@ def test_two_servers_one_killed_every_message_answered_and_remembered_once(
             assert sum(token in e for e in events) == 1, (token, events)  # remembered once
     assert procs["api-1"].poll() is None and procs["worker"].poll() is None
     engine.dispose()
+
+    # The production server's and the worker's traces say which bot, chat, arm and decision.
+    traces = deployment["traces"]
+    deadline = time.monotonic() + 30
+    ended: dict[str, dict[str, Any]] = {}
+    while time.monotonic() < deadline and not set(addressed) <= set(ended):
+        time.sleep(0.5)
+        for run in traces.roots():
+            md = traces.metadata(run)
+            if run.get("end_time") and md.get("message_id") and md.get("action"):
+                ended[md["message_id"]] = md
+    assert set(addressed) <= set(ended), sorted(ended)
+    for mid in addressed:
+        md = ended[mid]
+        assert md["bot_id"] == md["owner"] == "bot" and md["action"] == "text_reply"
+        assert md["stream"] == f"qq:group:scale{mid[1]}" and md["variants"]["plan"] == "rules"
+    jobs = [traces.metadata(r) for r in traces.roots() if traces.metadata(r).get("request_id")]
+    assert jobs and all(md["bot_id"] == "bot" and md.get("gate") for md in jobs)

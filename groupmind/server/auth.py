@@ -265,6 +265,49 @@ async def create_own_thread(
     return _own(ctx, value)
 
 
+def assistant_variants(value: Any) -> dict[str, str]:
+    """The variants an assistant pins: its context's, or its config's ``configurable``."""
+    found: dict[str, str] = {}
+    config = value.get("config") if isinstance(value, dict) else None
+    configurable = config.get("configurable") if isinstance(config, dict) else None
+    for part in (configurable, value.get("context") if isinstance(value, dict) else None):
+        variants = part.get("variants") if isinstance(part, dict) else None
+        if variants is None:
+            continue
+        if not isinstance(variants, dict):
+            raise refuse(422, "variants: must be an object of slot -> variant name")
+        found.update({str(k): str(v) for k, v in variants.items()})
+    return found
+
+
+def _check_assistant(value: Any) -> None:
+    """An assistant is an arm: its variants must exist, not be refused plugins, and be able
+    to run here (``llm`` needs a model), or it is refused at creation, naming the slot,
+    instead of failing on every run."""
+    from nodes.variants import UnknownVariant, check_variants
+
+    try:
+        check_variants(assistant_variants(value), has_model=bool(settings().chat_model))
+    except UnknownVariant as exc:
+        raise refuse(422, str(exc)) from None
+
+
+@auth.on.assistants.create
+async def create_assistant(
+    ctx: Auth.types.AuthContext, value: Auth.types.AssistantsCreate
+) -> Auth.types.FilterType | None:
+    await asyncio.to_thread(_check_assistant, value)
+    return _own(ctx, value)
+
+
+@auth.on.assistants.update
+async def update_assistant(
+    ctx: Auth.types.AuthContext, value: Auth.types.AssistantsUpdate
+) -> Auth.types.FilterType | None:
+    await asyncio.to_thread(_check_assistant, value)
+    return _own(ctx, value)
+
+
 def journal(bot: str, thread_id: str, message: dict[str, Any]) -> None:
     """Keep a reply run's message before the server queues the run: if the server cancels
     or rolls the run back before it starts (double-texting), the thread's next run takes

@@ -16,10 +16,9 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Overwrite
 
 from nodes.deps import Deps, need
-from nodes.memory import VARIANTS as MEMORY_VARIANTS
 from nodes.reply.arrivals import Seen, catch_up, journaled_before, pending_of, stored_message
 from nodes.reply.hand_off import enqueue, jobs_from_buffer
-from nodes.variants import resolve_all
+from nodes.variants import registry, resolve_all
 from state.context import Context
 from state.reply import ChatMessage, ReplyState, handled
 from state.validation import InputError, validated
@@ -121,7 +120,7 @@ def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     first_time = msg.message_id not in seen
     persona_id = msg.persona_id
     # The memory graph's variants for jobs this run writes: they travel with each job.
-    memory_variants = resolve_all(MEMORY_VARIANTS, ctx, deps)
+    memory_variants = resolve_all(registry().graph("memory"), ctx, deps)
     out["memory_variants"] = memory_variants
     previous = state.get("persona_id")
     if previous and previous != persona_id and pending:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from langchain_core.tracers.base import BaseTracer
 from langgraph.checkpoint.memory import InMemorySaver
 
 from graphs.memory import build_memory_graph
@@ -44,3 +45,15 @@ def run(
 def facts(key_facts: list[dict[str, str]]) -> list[dict[str, str]]:
     """Key facts without their provenance (source, by, at), for comparing values."""
     return [{"type": f["type"], "value": f["value"]} for f in key_facts]
+
+
+class Recorder(BaseTracer):
+    """What LangSmith would receive of a run's trace: a recording tracer instead of the
+    network (offline, a real LangSmith client retries at exit for minutes)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.roots: list[Any] = []
+
+    def _persist_run(self, run: Any) -> None:
+        self.roots.append(run)

@@ -16,7 +16,7 @@ from state.context import Context
 from state.validation import InputError
 from stores.base import ChatScope, EventQuery, LearnedProfile, Persona
 from tests.fakes import DownEvents, FakeChat
-from tests.graphs.helpers import facts, job, run
+from tests.graphs.helpers import Recorder, facts, job, run
 
 
 def with_chat(deps: Deps, chat: FakeChat) -> Deps:
@@ -74,6 +74,21 @@ def test_rules_path_stores_an_absolute_event_and_merges_the_profile(deps: Deps) 
     ]
     assert rel.relationship_score == 0.01 and rel.relationship_stage == "stranger"
     assert learned(deps).impression_text == ""  # the rules copy no statements into it
+
+
+def test_a_memory_runs_trace_says_whose_job_it_was_and_what_the_gate_decided(
+    deps: Deps,
+) -> None:
+    recorder = Recorder()
+    graph = build_memory_graph(deps, checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t"}, "callbacks": [recorder]}
+    raw = job("held", action_summary="", new_info="他昨天说他下个月辞职")
+    out = graph.invoke(raw, config, context=Context(), durability="sync")
+    (root,) = recorder.roots
+    assert root.metadata["bot_id"] == deps.bot_id and root.metadata["request_id"] == "held"
+    assert root.metadata["stream"] == "qq:group:1001" and root.metadata["status"] == "degraded"
+    assert root.metadata["gate"] == "held" and root.metadata["gate_reasons"] == out["reasons"]
+    assert root.metadata["variants"] == out["variants"]
 
 
 def test_gate_loop_taken_then_passes(deps: Deps) -> None:

@@ -239,19 +239,8 @@ def test_a_missing_field_is_named(deps: Deps) -> None:
 
 
 def test_the_variants_a_run_used_reach_its_trace_metadata(deps: Deps) -> None:
-    """What LangSmith would show: a recording tracer instead of the network (offline, a real
-    LangSmith client retries at exit for minutes)."""
-    from langchain_core.tracers.base import BaseTracer
-
     from groupmind.chatting import reply_context, reply_to
-
-    class Recorder(BaseTracer):
-        def __init__(self) -> None:
-            super().__init__()
-            self.roots: list[Any] = []
-
-        def _persist_run(self, run: Any) -> None:
-            self.roots.append(run)
+    from tests.graphs.helpers import Recorder
 
     recorder = Recorder()
     chat = Chat(deps)
@@ -264,6 +253,10 @@ def test_the_variants_a_run_used_reach_its_trace_metadata(deps: Deps) -> None:
         root.metadata["variants"]["plan"] == "rules"
         and root.metadata["message_id"] == out["message_id"]
     )
+    # what the run decided, added by its slots as they ended (nodes/tracing.py)
+    assert root.metadata["action"] == out["action"] == "text_reply" and root.metadata["reason"]
+    assert root.metadata["stream"] == "qq:group:1001" and root.metadata["bot_id"] == deps.bot_id
+    assert set(root.metadata["variants"]) >= {"observe", "retrieve", "plan", "reply", "hand_off"}
     assert (
         chat.state(message("x"))["variants"]["rank_context"] == "recent"
     )  # and in the thread's state
