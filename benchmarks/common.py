@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import platform
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -15,24 +14,13 @@ from uuid import UUID
 import numpy as np
 from langchain_core.callbacks import BaseCallbackHandler
 
+from groupmind.machine import machine
+
+__all__ = ["SHARED_DATA", "NodeTimer", "asked_after", "machine", "pct"]
+
 SHARED_DATA = Path(
     os.environ.get("GROUPMIND_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
 )
-
-
-def machine() -> str:
-    cpu = "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return (
-        f"{platform.node()} · {cpu} · {os.cpu_count()} cores · Python {platform.python_version()}"
-        f" · OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', 'unset')}"
-    )
 
 
 def pct(values: list[float], q: float) -> float:

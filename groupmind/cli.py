@@ -19,6 +19,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from groupmind.errors import storage_error
+from groupmind.experiment_cli import experiment
 from groupmind.lines import Line, judged, read_jsonl
 from groupmind.memory_cli import app as memory_app
 from groupmind.persona_cli import app as persona_app
@@ -550,6 +551,46 @@ def forget(
 
 
 @app.command()
+def export(
+    chat_type: Annotated[str, typer.Option("--chat-type", help="group | private")],
+    chat_id: Annotated[str, typer.Option("--chat-id")],
+    platform: PlatformOpt = None,
+    persona: Annotated[str | None, typer.Option("--persona", help="default: the chat's")] = None,
+    output: Annotated[Path | None, typer.Option("--out", help="default: standard output")] = None,
+    keep_reply_to: Annotated[
+        bool, typer.Option(help="leave reply_to in the messages (else it is only a label)")
+    ] = False,
+    actions_from_bot: Annotated[
+        bool, typer.Option(help="label each message with what the bot did (action)")
+    ] = False,
+) -> None:
+    """Write a chat's messages as an experiment dataset (JSONL, docs/experiments.md): each
+    message with, where known, the message it answered and what the bot did."""
+    from groupmind.export import export_chat
+    from groupmind.session import open_session
+    from stores.sql.chats import chat_overview
+
+    chat = chat_scope(platform, chat_type, chat_id)
+    session = open_session(STATE.settings, worker=False, bot=STATE.bot)
+    deps = session.deps
+    persona_id = persona or deps.persona_for(chat.platform, chat.chat_type, chat.chat_id)
+    name = next((c.name for c in chat_overview(session.runtime.engine, STATE.bot)
+                 if c.stream == chat.key), "")  # fmt: skip
+    examples = export_chat(deps, chat, persona_id, chat_name=name, keep_reply_to=keep_reply_to,
+                           actions_from_bot=actions_from_bot)  # fmt: skip
+    sink = output.open("w", encoding="utf-8") if output else sys.stdout
+    count = 0
+    for example in examples:
+        sink.write(json.dumps(example, ensure_ascii=False) + "\n")
+        count += 1
+    if output:
+        sink.close()
+    err.print(f"{count} message(s) of {chat.key} (persona {persona_id})")
+    if not count:
+        raise typer.Exit(1)
+
+
+@app.command()
 def migrate() -> None:
     """Bring groupmind's SQL schema up to date (every process does it at start; run it
     once before starting many, e.g. deploy/create-databases.sh)."""
@@ -638,6 +679,7 @@ def onebot(
         raise typer.Exit(2) from None
 
 
+app.command()(experiment)
 app.add_typer(persona_app, name="persona")
 app.add_typer(memory_app, name="memory")
 

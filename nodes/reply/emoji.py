@@ -16,6 +16,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 
 from nodes.deps import Deps, need
+from nodes.reply.hand_off import STICKER_LABEL
 from state.context import Context
 from state.reply import ReplyState, current_message
 from stores.chroma import open_collection
@@ -79,7 +80,10 @@ class StickerIndex:
 def emoji(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     msg = current_message(state)
     sticker = need(deps.stickers, "stickers").pick(msg.content)
-    return {"sticker": sticker, "reply": f"[表情:{sticker['id']}] {sticker['description']}"}
+    return {
+        "sticker": sticker,
+        "reply": f"{STICKER_LABEL}{sticker['id']}] {sticker['description']}",
+    }
 
 
 VARIANTS = {"emoji": {"default": emoji}}

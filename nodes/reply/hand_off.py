@@ -34,7 +34,8 @@ from stores.base import ContextUsage, StoredMessage
 
 log = logging.getLogger("groupmind.reply")
 MAX_RECENT = 10
-TEMPLATE_LABELS = ("[离线规则回复]", "[表情:")
+STICKER_LABEL = "[表情:"  # how a sticker reply is written (emoji)
+TEMPLATE_LABELS = ("[离线规则回复]", STICKER_LABEL)
 
 
 def _request_id(stream: str, persona_id: str, last_message_id: str, user_id: str) -> str:
