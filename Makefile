@@ -61,7 +61,8 @@ $(MEM0_VENV)/.ready:
 
 mem0-venv: $(MEM0_VENV)/.ready
 
-# Benchmarks: figures printed with the machine noted; not part of `make test`.
+# Benchmarks: figures printed with the machine noted. `make test` runs each at a smoke size
+# (tests/test_bench_smoke.py, tests/test_bench_memory.py): the report's shape, never speed.
 bench: bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-memory
 
 bench-locomo: setup

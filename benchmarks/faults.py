@@ -28,18 +28,23 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=200, help="messages per bot fault")
     parser.add_argument("--bot-kills", type=int, default=10)
     parser.add_argument("--storm", type=int, default=1000, help="OneBot events in 10 s")
+    parser.add_argument("--only", action="append", help="a scenario by name (the smoke run)")
     args = parser.parse_args()
     console.print(f"machine: {machine()}")
-    scenarios = [
-        lambda: faults.worker_kill9(args.jobs, args.kills),
-        lambda: faults.worker_postgres_restart(args.jobs),
-        lambda: faults.worker_chroma_restart(args.jobs),
-        lambda: faults.worker_model_outage(args.jobs // 4),
-        lambda: faults.bot_kill9(args.messages, args.bot_kills),
-        lambda: faults.bot_postgres_restart(args.messages),
-        lambda: faults.bridge_kill9(args.storm, chats=20, rate=args.storm / 10),
-        lambda: faults.bot_store_down(args.messages),
-    ]
+    every = {
+        "worker_kill9": lambda: faults.worker_kill9(args.jobs, args.kills),
+        "worker_postgres_restart": lambda: faults.worker_postgres_restart(args.jobs),
+        "worker_chroma_restart": lambda: faults.worker_chroma_restart(args.jobs),
+        "worker_model_outage": lambda: faults.worker_model_outage(args.jobs // 4),
+        "bot_kill9": lambda: faults.bot_kill9(args.messages, args.bot_kills),
+        "bot_postgres_restart": lambda: faults.bot_postgres_restart(args.messages),
+        "bridge_kill9": lambda: faults.bridge_kill9(args.storm, chats=20, rate=args.storm / 10),
+        "bot_store_down": lambda: faults.bot_store_down(args.messages),
+    }
+    unknown = sorted(set(args.only or []) - set(every))
+    if unknown:
+        parser.error(f"--only: no scenario {unknown[0]!r} (scenarios: {', '.join(every)})")
+    scenarios = [run for name, run in every.items() if not args.only or name in args.only]
     table = Table("fault", "N", "lost", "stored twice", "time to drain (s)", "process alive",
                   "notes")  # fmt: skip
     failed = False

@@ -1,0 +1,91 @@
+"""Every ``make bench-*`` at a smoke size (bench-memory: tests/test_bench_memory.py), so
+none rots: each runs as the make target runs it and writes or prints its report, and the
+report has the shape the full run's has. Speed is not asserted here: it is what the
+benchmarks measure, on a quiet machine."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.common import SHARED_DATA
+from tests.conftest import _unavailable
+
+pytestmark = pytest.mark.slow
+
+
+def bench(name: str, *args: str, timeout: int = 600, **env: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", f"benchmarks.{name}", *args],
+        capture_output=True, text=True, timeout=timeout, env={**os.environ, **env},
+    )  # fmt: skip
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    return done.stdout
+
+
+def report(folder: Path, pattern: str) -> dict[str, Any]:
+    (path,) = folder.glob(pattern)
+    return json.loads(path.read_text())  # type: ignore[no-any-return]
+
+
+def needs(path: Path) -> None:
+    if not path.exists():
+        _unavailable(f"{path} is not here (the public data: GROUPMIND_SHARED_DATA)")
+
+
+def test_bench_latency_smoke(tmp_path: Path) -> None:
+    out = bench("latency", "--scales", "60", "--messages", "3", "--searchable", "2",
+                "--server-messages", "0", "--work-dir", str(tmp_path / "w"),
+                "--out", str(tmp_path / "out"))  # fmt: skip
+    scale = report(tmp_path / "out", "latency-*.json")["scales"]["60"]
+    arms = ("rules, memory elsewhere", "rules, Chroma search", "rules", "stub model")
+    for arm in arms:
+        assert len(scale[arm]["whole"]) == 3 and len(scale[arm]["retrieve"]) == 3
+        # every arm asks in a chat that holds memories, and finds them
+        assert min(scale[arm]["memories"]) > 0, (arm, scale[arm]["memories"])
+    assert len(scale["searchable"]) == 2 and scale["load_s"] > 0
+    assert "memories injected per reply" in out and "hand-off → searchable" in out
+
+
+def test_bench_locomo_smoke(tmp_path: Path) -> None:
+    needs(SHARED_DATA / "locomo" / "locomo10.json")
+    bench("locomo", "--limit", "1", "--sessions", "2", "--work-dir", str(tmp_path / "w"),
+          "--out", str(tmp_path / "out"))  # fmt: skip
+    found = report(tmp_path / "out", "locomo-*.json")
+    assert found["conversations"] == 1 and found["questions"] > 0
+    assert set(found["recall"]) == {"1", "5", "10", "20"} and found["recall"]["20"] > 0
+    assert sum(found["statuses"].values()) == found["jobs"]
+
+
+def test_bench_irc_smoke(tmp_path: Path) -> None:
+    needs(SHARED_DATA / "irc-disentanglement")
+    bench("irc", "--files", "1", "--out", str(tmp_path / "out"), timeout=900)
+    found = report(tmp_path / "out" / "irc-dev", "report.json")
+    assert [a["name"] for a in found["arms"]] == ["weighted", "recent"]
+    r1 = next(m for m in found["metrics"] if m["metric"] == "context_R@1")
+    assert r1["values"]["weighted"]["n"] > 0 and r1["comparisons"]["recent"]["verdict"]
+
+
+def test_bench_leaks_smoke() -> None:
+    out = bench("leaks", "--scopes", "6", "--secrets-per-scope", "1", "--probes-per-scope", "2")
+    assert "leaks" in out and "own-secret recall" in out  # the exit code says 0 leaks
+
+
+@pytest.mark.postgres
+def test_bench_faults_smoke() -> None:
+    out = bench("faults", "--only", "worker_kill9", "--jobs", "6", "--kills", "1")
+    assert "worker" in out and "stored twice" in out  # the exit code says none lost
+
+
+@pytest.mark.model
+def test_bench_model_smoke(llama_server: str) -> None:
+    needs(SHARED_DATA / "memorybank" / "cn" / "memory_bank_cn.json")
+    needs(SHARED_DATA / "locomo" / "locomo10.json")
+    out = bench("model", "--jobs", "1", "--messages", "2", "--url", llama_server, timeout=900)
+    assert "took" in out
