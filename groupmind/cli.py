@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from domain.scope import check_bot_id
 from groupmind.errors import storage_error
 from groupmind.experiment_cli import experiment
 from groupmind.lines import Line, judged, read_jsonl
@@ -25,7 +26,6 @@ from groupmind.memory_cli import app as memory_app
 from groupmind.persona_cli import app as persona_app
 from groupmind.settings import Settings
 from state.validation import InputError, describe_validation_error
-from stores.base import check_bot_id
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help=__doc__)
 out = Console(soft_wrap=True)
@@ -203,7 +203,7 @@ def search(
         settings, refused_any = STATE.settings, False
 
         def one(raw: Any) -> Any:
-            built = build_query(raw, settings.tz, settings.default_platform)
+            built = build_query(raw, settings.limits)
             return [h.as_json() for h in session.deps.events.search(built)]
 
         lines = lines_of(batch)
@@ -229,11 +229,7 @@ def search(
         "to": time_to,
     }
     try:
-        q = build_query(
-            {k: v for k, v in fields.items() if v is not None},
-            STATE.settings.tz,
-            STATE.settings.default_platform,
-        )
+        q = build_query({k: v for k, v in fields.items() if v is not None}, STATE.settings.limits)
     except (InputError, ValueError) as exc:
         err.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
@@ -253,7 +249,7 @@ def search(
 
 def chat_scope(platform: str | None, chat_type: str | None, chat_id: str | None) -> Any:
     """A ChatScope from options (None when no chat is named); exits 2 on a half-named one."""
-    from stores.base import ChatScope, ChatType
+    from domain.scope import ChatScope, ChatType
 
     if chat_type is None and chat_id is None:
         return None
@@ -275,10 +271,11 @@ def profile(
 ) -> None:
     """What is stored about a person: the relationship and, per chat it was learned in, the
     profile; with --chat-type/--chat-id, exactly what that chat may see (PROFILE_SHARING)."""
+    from domain.scope import ChatScope
     from groupmind.profiles import profile_json
     from groupmind.session import open_session
     from nodes.prompt_blocks import render_relation_block
-    from stores.base import ChatScope, profile_view
+    from stores.base import profile_view
 
     shown_in = chat_scope(platform, chat_type, chat_id)
     platform = platform or STATE.settings.default_platform

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.panel import Panel
 
+from domain.scope import ChatScope
 from groupmind.chatting import reply_context, reply_to
 from groupmind.session import Session, open_session
 from groupmind.settings import Settings
@@ -22,7 +23,7 @@ from nodes.deps import need
 from nodes.prompt_blocks import render_relation_block
 from state.reply import ChatMessage
 from state.validation import InputError
-from stores.base import ChatScope, EventQuery, Persona, profile_view
+from stores.base import EventQuery, Persona, profile_view
 from stores.personas_file import FilePersonaStore
 
 # What an operator writes with `groupmind persona set` / `use` (the demo's personas.toml).

@@ -15,9 +15,10 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
+from domain.scope import ChatScope
 from nodes.deps import Deps, need
 from nodes.reply.hand_off import STICKER_LABEL
-from stores.base import ChatScope, StoredMessage
+from stores.base import StoredMessage
 
 REPLY_SUFFIX = "#reply"  # the id hand_off gives the bot's answer to a message
 

@@ -11,13 +11,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
+from domain.scope import ForgetTarget
 from graphs.reply import ReplyGraph
 from groupmind.threads import thread_config
 from nodes.deps import Deps
 from nodes.forget import forget as erase_everywhere
 from nodes.reply.observe import FRESH
 from state.forget import ForgetRequest
-from stores.base import ForgetTarget, Said
+from stores.base import Said
 
 
 def without_them(

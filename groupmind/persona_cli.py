@@ -103,7 +103,8 @@ def set_(
     """Create or change a persona (fields not given are kept)."""
     from pydantic import ValidationError
 
-    from stores.base import Persona, check_key_part
+    from domain.scope import check_key_part
+    from stores.base import Persona
 
     try:
         check_key_part(persona_id, "persona_id")
@@ -150,7 +151,7 @@ def use(
 ) -> None:
     """Make a persona the default, or the one that serves a chat. A message that names its
     persona (``persona_id``) is served by that one."""
-    from stores.base import ChatScope, ChatType
+    from domain.scope import ChatScope, ChatType
 
     settings = _settings(ctx)
     store = _store(settings)

@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
+from domain.scope import ChatScope
 from nodes.deps import Deps
-from stores.base import ChatScope, LearnedProfile, profile_view
+from stores.base import LearnedProfile, profile_view
 
 
 def _learned(lp: LearnedProfile) -> dict[str, Any]:

@@ -14,8 +14,9 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from domain.limits import DEFAULTS, Limits
+from domain.scope import Sharing, check_bot_id, check_key_part
 from nodes.settings import ChatSettings, RankSettings, StructuredMode
-from stores.base import Sharing, check_bot_id, check_key_part
 from stores.decay import Decay
 from stores.fusion import Fusion
 
@@ -83,17 +84,17 @@ class Settings(BaseSettings):
         "file?, face?}]) and its images; default: the bundled set",
     )
 
-    timezone: str = "Asia/Shanghai"
-    bot_id: str = "bot"
+    timezone: str = str(DEFAULTS.tz)
+    bot_id: str = DEFAULTS.bot_id
     bot_name: str = Field(
-        default="小助手",
+        default=DEFAULTS.bot_name,
         min_length=1,
         max_length=64,
         description="what memories and prompts call a persona the personas file does not "
         "configure (never its id)",
     )
     default_platform: str = Field(
-        default="qq",
+        default=DEFAULTS.default_platform,
         min_length=1,
         max_length=64,
         description="the platform of memory jobs and searches that name none, and of data "
@@ -110,7 +111,7 @@ class Settings(BaseSettings):
         "(something in front of it admits only your bots)",
     )
     profile_sharing: Sharing = Field(
-        default="chat",
+        default=DEFAULTS.profile_sharing,
         description="what a chat sees of what was learned about a person elsewhere: 'chat' "
         "(only this chat, any persona), 'groups' (also other groups), 'all' (private chats too)",
     )
@@ -159,8 +160,8 @@ class Settings(BaseSettings):
     )
 
     # Memory graph knobs.
-    max_gate_attempts: int = Field(default=2, ge=1, le=10)
-    max_text_chars: int = Field(default=4000, ge=100)
+    max_gate_attempts: int = Field(default=DEFAULTS.max_gate_attempts, ge=1, le=10)
+    max_text_chars: int = Field(default=DEFAULTS.max_text_chars, ge=100)
     job_max_attempts: int = Field(default=10, ge=1)
     job_backoff_base_s: float = Field(default=2.0, gt=0)
     job_backoff_max_s: float = Field(default=600.0, gt=0)
@@ -219,6 +220,15 @@ class Settings(BaseSettings):
     @property
     def tz(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
+
+    @property
+    def limits(self) -> Limits:
+        """The deployment's defaults and limits, as validation reads them."""
+        return Limits(
+            tz=self.tz, default_platform=self.default_platform,
+            max_text_chars=self.max_text_chars, bot_id=self.bot_id, bot_name=self.bot_name,
+            profile_sharing=self.profile_sharing, max_gate_attempts=self.max_gate_attempts,
+        )  # fmt: skip
 
     @property
     def resolved_sql_url(self) -> str:

@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from stores.base import ChatScope
+from domain.scope import ChatScope
 
 NAMESPACE = uuid.UUID("6f1c6d1e-4b8e-5b6e-9d7a-67726f75706d")
 

@@ -10,19 +10,18 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import Protocol, TypeVar
-from zoneinfo import ZoneInfo
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+from domain.limits import DEFAULTS, Limits
+from domain.scope import DEFAULT_PERSONA, ChatScope, ForgetTarget, Sharing
 from nodes.model import Prices, StructuredOutput
 from nodes.settings import ChatSettings, RankSettings
 from state.validation import InputError
 from stores.base import (
-    ChatScope,
     ChatStateRegistry,
     ContextUsageStore,
-    ForgetTarget,
     JobQueue,
     MemoryStore,
     MessageStore,
@@ -30,7 +29,6 @@ from stores.base import (
     ProfileStore,
     RunInbox,
     Said,
-    Sharing,
     Stickers,
 )
 
@@ -112,11 +110,12 @@ class Deps:
     chat: BaseChatModel | None = None  # None = offline: rule variants only
     structured: StructuredOutput = field(default_factory=StructuredOutput)
     prices: Prices = field(default_factory=Prices)  # per 1k tokens, for cost estimates
-    tz: tzinfo = ZoneInfo("Asia/Shanghai")  # for epoch timestamps and naive ISO times
-    default_platform: str = "qq"  # for memory jobs that name none
-    profile_sharing: Sharing = "chat"  # what one chat may see of what another learned
-    max_text_chars: int = 4000
-    max_gate_attempts: int = 2
+    # the deployment's defaults and limits (domain.limits): one default each
+    tz: tzinfo = DEFAULTS.tz  # for epoch timestamps and naive ISO times
+    default_platform: str = DEFAULTS.default_platform  # for memory jobs that name none
+    profile_sharing: Sharing = DEFAULTS.profile_sharing  # what one chat sees of another's
+    max_text_chars: int = DEFAULTS.max_text_chars
+    max_gate_attempts: int = DEFAULTS.max_gate_attempts
     # the reply graph
     messages: MessageStore | None = None
     chat_states: ChatStateRegistry | None = None
@@ -126,8 +125,8 @@ class Deps:
     stickers: Stickers | None = None
     # The bot (tenant) these stores belong to, the platforms it may act on (None: any) and
     # the persona it speaks as where a chat has none chosen (None: the personas file's).
-    bot_id: str = "bot"
-    bot_name: str = "小助手"  # the display name of a persona the personas file lacks
+    bot_id: str = DEFAULTS.bot_id
+    bot_name: str = DEFAULTS.bot_name  # the display name of a persona the personas file lacks
     platforms: frozenset[str] | None = None
     default_persona: str | None = None
     rank: RankSettings = field(default_factory=RankSettings)
@@ -155,15 +154,19 @@ class Deps:
                 )
 
     @property
+    def limits(self) -> Limits:
+        return Limits(
+            tz=self.tz, default_platform=self.default_platform,
+            max_text_chars=self.max_text_chars, bot_id=self.bot_id, bot_name=self.bot_name,
+            default_persona=self.default_persona or DEFAULT_PERSONA,
+            profile_sharing=self.profile_sharing, max_gate_attempts=self.max_gate_attempts,
+        )  # fmt: skip
+
+    @property
     def validation(self) -> dict[str, object]:
-        """The deployment's limits, as pydantic validation context for inputs."""
-        return {
-            "tz": self.tz,
-            "max_text_chars": self.max_text_chars,
-            "default_platform": self.default_platform,
-            "bot_id": self.bot_id,
-            "persona_for": self.persona_for,
-        }
+        """The deployment's limits (typed) and its personas, as pydantic validation context
+        for inputs (``state.validation.context_limits``)."""
+        return {"limits": self.limits, "persona_for": self.persona_for}
 
     def persona_for(self, platform: str, chat_type: str, chat_id: str) -> str:
         """The persona that serves a chat when a message names none."""

@@ -7,8 +7,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator, model_validator
 from typing_extensions import TypedDict
 
-from state.validation import ChatTypeField, as_id, as_key_part
-from stores.base import ChatScope, ForgetTarget
+from domain.scope import ChatScope, ForgetTarget
+from state.validation import ChatTypeField, as_id, as_key_part, context_limits
 
 
 class ForgetRequest(BaseModel):
@@ -25,7 +25,7 @@ class ForgetRequest(BaseModel):
     @classmethod
     def _platform(cls, value: Any, info: ValidationInfo) -> str:
         if value is None or value == "":
-            return str((info.context or {}).get("default_platform") or "qq")
+            return context_limits(info).default_platform
         return as_key_part(value, "platform")
 
     @field_validator("user_id", "chat_id", mode="before")

@@ -16,6 +16,8 @@ from pydantic import (
 )
 from typing_extensions import TypedDict
 
+from domain.people import KEY_FACT_TYPES
+from domain.scope import ChatScope
 from state.reducers import add_usage, merge_dicts
 from state.validation import (
     ChatTypeField,
@@ -25,18 +27,17 @@ from state.validation import (
     as_key_part,
     chat_id_of,
     clean,
-    context_limit,
+    context_limits,
     context_tz,
+    limits_in,
     parse_timestamp,
     persona_of,
 )
-from stores.base import KEY_FACT_TYPES, ChatScope
 
 MAX_RECENT_MESSAGES = 50
 MAX_RECENT_CHARS = 500  # each recent message: context for the historian, not memory
 MAX_IMPRESSION_CHARS = 500  # seed 000: an impression is 200-500 characters
 MAX_VARIANTS = 20
-DEFAULT_PLATFORM = "qq"  # when neither the job nor the validation context names one
 
 
 class RecentMessage(BaseModel):
@@ -120,7 +121,7 @@ class MemoryJob(BaseModel):
     @classmethod
     def _platform(cls, value: Any, info: ValidationInfo) -> str:
         if value is None or value == "":
-            return str((info.context or {}).get("default_platform") or DEFAULT_PLATFORM)
+            return context_limits(info).default_platform
         text = as_key_part(value, "platform")
         if len(text) > 64:
             raise ValueError(f"is {len(text)} characters, over the limit of 64")
@@ -141,7 +142,7 @@ class MemoryJob(BaseModel):
     def _text(cls, value: Any, info: ValidationInfo) -> str:
         if not isinstance(value, str):
             raise ValueError(f"must be a string, got {type(value).__name__}")
-        limit = context_limit(info, "max_text_chars", 4000)
+        limit = context_limits(info).max_text_chars
         if len(value) > limit:
             raise ValueError(f"is {len(value)} characters, over the limit of {limit}")
         text = clean(value.strip(), multiline=True)
@@ -208,7 +209,7 @@ def build_job(context: Mapping[str, Any], **fields: Any) -> MemoryJob:
     """The one way the reply graph makes a memory job (hand-off, persona switch, tools):
     texts cut to the deployment's limits, so whatever observe accepted becomes a job that
     validates and can be stored. Raises like validation would for anything else."""
-    limit = int(context.get("max_text_chars", 4000))
+    limit = limits_in(context).max_text_chars
     fields["action_summary"] = cut(fields.get("action_summary", ""), limit)
     fields["new_info"] = cut(fields.get("new_info", ""), limit)
     fields["impression_update"] = cut(fields.get("impression_update", ""), MAX_IMPRESSION_CHARS)

@@ -11,6 +11,7 @@ from langgraph.graph.message import add_messages
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from typing_extensions import TypedDict
 
+from domain.scope import ChatScope
 from state.reducers import add_usage, inbox, merge_dicts
 from state.validation import (
     ChatTypeField,
@@ -19,12 +20,11 @@ from state.validation import (
     as_key_part,
     chat_id_of,
     clean,
-    context_limit,
+    context_limits,
     context_tz,
     parse_timestamp,
     persona_of,
 )
-from stores.base import ChatScope
 
 ChatState = Literal["ABSENT", "CHAT", "FOCUSED"]
 Action = Literal["text_reply", "emoji_reply", "no_reply"]
@@ -92,7 +92,7 @@ class ChatMessage(BaseModel):
             raise ValueError(f"must be a string, got {type(value).__name__}")
         if not value.strip():
             raise ValueError("empty")
-        limit = context_limit(info, "max_text_chars", 4000)
+        limit = context_limits(info).max_text_chars
         if len(value) > limit:
             raise ValueError(f"is {len(value)} characters, over the limit of {limit}")
         return clean(value, multiline=True)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from datetime import tzinfo
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from domain.limits import Limits
 from state.validation import (
     ChatTypeField,
     Text,
     as_id,
     as_key_part,
+    context_limits,
     context_tz,
     parse_timestamp,
     validated,
@@ -36,7 +37,7 @@ class SearchRequest(BaseModel):
     @classmethod
     def _platform(cls, value: Any, info: ValidationInfo) -> str:
         if value is None or value == "":
-            return str((info.context or {}).get("default_platform") or "")
+            return context_limits(info).default_platform
         return as_key_part(value, "platform")
 
     @field_validator("chat_id", "user_id", mode="before")
@@ -55,9 +56,9 @@ class SearchRequest(BaseModel):
         return None if value is None else parse_timestamp(value, context_tz(info)).timestamp()
 
 
-def build_query(raw: Any, tz: tzinfo, default_platform: str) -> EventQuery:
+def build_query(raw: Any, limits: Limits) -> EventQuery:
     """A search from CLI options or a batch line; ``platform`` defaults to the deployment's."""
-    context = {"tz": tz, "default_platform": default_platform}
+    context = {"limits": limits}
     fields = {"platform": None, **raw} if isinstance(raw, dict) else raw
     req = validated(SearchRequest, fields, "search", context)
     return EventQuery(

@@ -10,7 +10,8 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ValidationError, ValidationInfo
 
-from stores.base import DEFAULT_PERSONA, KEY_SEPARATOR
+from domain.limits import DEFAULTS, Limits
+from domain.scope import DEFAULT_PERSONA, KEY_SEPARATOR
 
 MAX_ID_CHARS = 128
 EARLIEST = datetime(1990, 1, 1, tzinfo=UTC).timestamp()
@@ -118,7 +119,7 @@ def chat_id_of(value: Any, info: ValidationInfo) -> str | None:
     if chat_type == "private" and user_id is not None:
         if chat_id is None:
             return str(user_id)
-        bot = (info.context or {}).get("bot_id")
+        bot = context_limits(info).bot_id
         if chat_id != user_id and user_id != bot:
             raise ValueError(f"a private chat's id is the user's id ({user_id!r}), got {chat_id!r}")
     return chat_id
@@ -159,16 +160,21 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def limits_in(context: Mapping[str, Any] | None) -> Limits:
+    """The deployment's limits a validation context carries (``Deps.validation``), or the
+    defaults when it carries none."""
+    limits = (context or {}).get("limits", DEFAULTS)
+    if not isinstance(limits, Limits):
+        raise TypeError(f"validation context: limits is a {type(limits).__name__}, not Limits")
+    return limits
+
+
+def context_limits(info: ValidationInfo) -> Limits:
+    return limits_in(info.context)
+
+
 def context_tz(info: ValidationInfo) -> tzinfo:
-    ctx = info.context or {}
-    tz = ctx.get("tz")
-    return tz if isinstance(tz, tzinfo) else UTC
-
-
-def context_limit(info: ValidationInfo, key: str, default: int) -> int:
-    ctx = info.context or {}
-    value = ctx.get(key, default)
-    return int(value)
+    return context_limits(info).tz
 
 
 def persona_of(value: Any, info: ValidationInfo) -> str:

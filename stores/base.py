@@ -3,162 +3,16 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from domain.scope import ChatScope, ChatType, ForgetTarget, Sharing, may_share
 from stores.when import window_of
 
-ChatType = Literal["group", "private"]
 JobStatus = Literal["queued", "running", "done", "failed"]
-
-RELATIONSHIP_STAGES: tuple[tuple[float, str], ...] = (
-    # seed 000 §2.2: upper bound of each band (inclusive of the lower bound)
-    (0.2, "stranger"),
-    (0.4, "acquaintance"),
-    (0.6, "familiar"),
-    (0.75, "friend"),
-    (0.9, "close_friend"),
-    (1.01, "bestie"),
-)
-# What a key fact can be, with its name in prompts and summaries (zh, en). Single-valued
-# types hold one value (a later one supersedes it, kept as history); MULTI_FACT_TYPES add up.
-FACT_LABELS: dict[str, tuple[str, str]] = {
-    "age": ("年龄", "age"),
-    "birthday": ("生日", "birthday"),
-    "star_sign": ("星座", "star sign"),
-    "job": ("工作", "job"),
-    "workplace": ("工作单位", "works at"),
-    "school": ("学校", "school"),
-    "location": ("所在地", "lives in"),
-    "hometown": ("家乡", "from"),
-    "partner": ("伴侣", "partner"),
-    "family": ("家庭", "family"),
-    "pet": ("宠物", "pet"),
-    "dream": ("理想", "dream"),
-    "dislike": ("不喜欢", "dislikes"),
-    "other": ("其他", "other"),
-}
-KEY_FACT_TYPES = tuple(FACT_LABELS)
-MULTI_FACT_TYPES = frozenset({"family", "dislike", "other"})
-
-
-def stage_for(score: float) -> str:
-    for upper, stage in RELATIONSHIP_STAGES:
-        if score < upper:
-            return stage
-    return RELATIONSHIP_STAGES[-1][1]
-
-
-# --- bots (tenants) -----------------------------------------------------------------------
-
-# A bot's id names its data everywhere (SQL rows, its Chroma collection, its threads), so it
-# is a plain name: letters, digits, '.', '_' and '-', starting and ending with a letter or
-# a digit. "open" is what a server without keys calls every caller: no bot may be named so.
-BOT_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,62}[A-Za-z0-9])?")
-RESERVED_BOT_IDS = frozenset({"open", "langgraph-studio-user", "anonymous"})
-
-
-def check_bot_id(bot_id: str) -> str:
-    """``bot_id`` unchanged, or a ValueError saying what a bot id may be."""
-    if not BOT_ID.fullmatch(bot_id) or ".." in bot_id:
-        raise ValueError(
-            f"{bot_id!r} is not a bot id: 1-64 letters, digits, '.', '_' or '-', starting "
-            "and ending with a letter or a digit"
-        )
-    if bot_id.lower() in RESERVED_BOT_IDS:
-        raise ValueError(f"{bot_id!r} is reserved (a server without keys calls everyone so)")
-    return bot_id
-
-
-# --- scopes -------------------------------------------------------------------------------
-
-KEY_SEPARATOR = ":"  # between the parts of a chat's key: never inside a platform or persona
-
-
-def check_key_part(value: str, field: str) -> str:
-    """A platform or persona id as it may stand in a key: with no separator in it, two
-    different chats (or personas) can never share a key."""
-    if not value:
-        raise ValueError(f"{field}: required")
-    if KEY_SEPARATOR in value:
-        raise ValueError(
-            f"{field}: {value!r} contains {KEY_SEPARATOR!r}, which separates the parts of a "
-            "chat's key"
-        )
-    return value
-
-
-@dataclass(frozen=True, kw_only=True)
-class ChatScope:
-    """A conversation scope: one chat on one platform (docs/scopes.md). The same chat
-    id on two platforms is two scopes; a private chat's id is the user's id. Conversation
-    content (events, messages, buffers) is further split by persona."""
-
-    platform: str
-    chat_type: ChatType
-    chat_id: str
-
-    def __post_init__(self) -> None:
-        check_key_part(self.platform, "platform")
-        if self.chat_type not in ("group", "private"):
-            raise ValueError(f"chat_type: unknown chat type {self.chat_type!r}")
-        if not self.chat_id:
-            raise ValueError("chat_id: required")
-
-    @property
-    def key(self) -> str:
-        """``qq:group:1001``: the chat stream. The one place a chat's key is built: the
-        platform holds no separator and the chat type is one of two words, so the chat id
-        (last) may hold anything and two chats never share a key."""
-        return KEY_SEPARATOR.join((self.platform, self.chat_type, self.chat_id))
-
-    def persona_key(self, persona_id: str) -> str:
-        """``qq:group:1001:xiaoai``: one persona's conversation in the chat (the persona id
-        holds no separator, so it is read back from the right)."""
-        return KEY_SEPARATOR.join((self.key, check_key_part(persona_id, "persona_id")))
-
-
-Sharing = Literal["chat", "groups", "all"]
-SHARING_POLICIES: tuple[Sharing, ...] = ("chat", "groups", "all")
-
-
-def may_share(learned_in: ChatScope, shown_in: ChatScope, sharing: Sharing) -> bool:
-    """Whether what was learned about a person in one chat may be shown in another (people
-    are per platform, so never across platforms): ``chat`` only in the same chat (any of its
-    personas), ``groups`` also from other groups, ``all`` from private chats too."""
-    if learned_in.platform != shown_in.platform:
-        return False
-    if learned_in == shown_in or sharing == "all":
-        return True
-    return sharing == "groups" and learned_in.chat_type == "group"
-
-
-@dataclass(frozen=True, kw_only=True)
-class ForgetTarget:
-    """What an operator erases (``groupmind forget``): a person everywhere on a platform, a
-    person in one chat, or a whole chat."""
-
-    platform: str
-    user_id: str | None = None
-    chat: ChatScope | None = None
-
-    def __post_init__(self) -> None:
-        if not self.platform:
-            raise ValueError("platform: required")
-        if self.user_id is None and self.chat is None:
-            raise ValueError("forget needs a user id, a chat, or both")
-        if self.chat is not None and self.chat.platform != self.platform:
-            raise ValueError("chat: on another platform than the target")
-
-    def covers(self, scope: ChatScope, user_id: str | None = None) -> bool:
-        """Whether data of this chat (and, when given, this person) is to be erased."""
-        if scope.platform != self.platform or (self.chat is not None and scope != self.chat):
-            return False
-        return self.user_id is None or user_id == self.user_id
 
 
 @dataclass(frozen=True)
@@ -568,9 +422,6 @@ def profile_view(
 
 
 # --- personas -----------------------------------------------------------------------------
-
-
-DEFAULT_PERSONA = "default"  # who serves a chat when nothing says otherwise
 
 
 @dataclass(kw_only=True)

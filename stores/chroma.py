@@ -16,15 +16,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from stores.base import (
-    ChatScope,
-    EventHit,
-    EventQuery,
-    EventRecord,
-    ForgetTarget,
-    Said,
-    check_bot_id,
-)
+from domain.limits import DEFAULTS
+from domain.scope import ChatScope, ForgetTarget, check_bot_id
+from stores.base import EventHit, EventQuery, EventRecord, Said
 
 if TYPE_CHECKING:
     from langchain_chroma import Chroma
@@ -148,7 +142,7 @@ class ChromaEventStore:
         *,
         bot: str,
         owner: str | None = None,
-        default_platform: str = "qq",
+        default_platform: str = DEFAULTS.default_platform,
     ) -> None:
         self.client, self.embeddings, self.model_name = client, embeddings, model_name
         self.bot, self.owner = bot, owner

@@ -19,11 +19,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from domain.scope import ForgetTarget
 from stores.base import (
     ChatStateRegistry,
     ContextUsageStore,
     EventStore,
-    ForgetTarget,
     JobQueue,
     MessageStore,
     ProfileStore,

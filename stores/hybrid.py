@@ -22,16 +22,8 @@ from typing import Protocol
 
 import numpy as np
 
-from stores.base import (
-    ChatScope,
-    EventHit,
-    EventQuery,
-    EventRecord,
-    EventStore,
-    ForgetTarget,
-    Said,
-    ScopeMembers,
-)
+from domain.scope import ChatScope, ForgetTarget
+from stores.base import EventHit, EventQuery, EventRecord, EventStore, Said, ScopeMembers
 from stores.decay import Decay, Strength
 from stores.fusion import Fusion, Weights
 from stores.people import Focus, People, focus_of

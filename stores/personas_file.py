@@ -31,7 +31,8 @@ from typing import Any
 import tomli_w
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from stores.base import DEFAULT_PERSONA, KEY_SEPARATOR, ChatScope, Persona, PersonaStore
+from domain.scope import DEFAULT_PERSONA, KEY_SEPARATOR, ChatScope
+from stores.base import Persona, PersonaStore
 
 log = logging.getLogger("groupmind")
 

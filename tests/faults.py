@@ -31,7 +31,7 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
-from stores.base import ChatScope
+from domain.scope import ChatScope
 from stores.sql import SqlJobQueue, make_engine, migrate
 from stores.sql.schema import EventDocRow, UserRelationshipRow
 from tests.standin import Script, StandIn, serve

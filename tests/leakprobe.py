@@ -25,6 +25,7 @@ from langchain_core.embeddings import Embeddings
 from langgraph.checkpoint.memory import InMemorySaver
 from sqlalchemy import Engine
 
+from domain.scope import ChatScope, ChatType, Sharing, may_share
 from graphs.memory import build_memory_graph
 from graphs.reply import build_reply_graph
 from groupmind.chatting import reply_context, reply_to
@@ -34,7 +35,6 @@ from groupmind.wiring import build_deps
 from groupmind.worker import MemoryWorker
 from nodes.deps import Deps
 from state.context import Context
-from stores.base import ChatScope, ChatType, Sharing, may_share
 from tests.standin import Request, Script, StandIn
 
 TOKEN = re.compile(r"Q\d{5}Z")

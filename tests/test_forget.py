@@ -16,12 +16,13 @@ import pytest
 from sqlalchemy import func, select
 from typer.testing import CliRunner
 
+from domain.scope import ChatScope
 from groupmind.chatting import reply_context, reply_to
 from groupmind.cli import app
 from groupmind.session import Session, open_session
 from groupmind.settings import Settings
 from groupmind.threads import thread_config
-from stores.base import ChatScope, EventQuery, job_thread_id
+from stores.base import EventQuery, job_thread_id
 from stores.sql.schema import ContextUsageRow, MessageRow
 from tests.graphs.reply_helpers import message
 

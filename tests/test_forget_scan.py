@@ -15,11 +15,11 @@ import pytest
 from langgraph_sdk import get_sync_client
 from typer.testing import CliRunner
 
+from domain.scope import ChatScope
 from groupmind.cli import app
 from groupmind.session import open_session
 from groupmind.settings import Settings
 from groupmind.threads import stream_thread_id
-from stores.base import ChatScope
 from tests.graphs.reply_helpers import message
 from tests.test_langgraph_dev import start
 

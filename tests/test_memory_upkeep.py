@@ -9,10 +9,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from domain.scope import ChatScope
 from groupmind.cli import app
 from groupmind.session import open_session
 from groupmind.settings import Settings
-from stores.base import ChatScope
 from tests.graphs.reply_helpers import message
 from tests.test_forget_scan import conversation
 

@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from domain.scope import ChatScope
 from groupmind.cli import app
 from nodes.deps import Deps
-from stores.base import ChatScope, Persona
+from stores.base import Persona
 from stores.personas_file import FilePersonaStore, PersonaFileError
 from tests.fakes import FakeChat
 from tests.graphs.reply_helpers import Chat, message

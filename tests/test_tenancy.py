@@ -18,9 +18,10 @@ import pytest
 from langgraph_sdk import get_sync_client
 from sqlalchemy import Engine
 
+from domain.scope import ChatScope
 from groupmind.settings import Settings
 from groupmind.threads import stream_thread_id
-from stores.base import ChatScope, EventQuery
+from stores.base import EventQuery
 from stores.sql import SqlLexicalIndex, SqlMessageStore, SqlRunInbox, make_engine
 from tests import langhost
 from tests.graphs.reply_helpers import message

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from domain.scope import ChatScope
 from graphs.memory import build_memory_graph
 from groupmind.checkpoint import make_checkpointer
 from groupmind.session import open_session
@@ -19,7 +20,7 @@ from groupmind.settings import Settings
 from groupmind.worker import MemoryWorker
 from nodes.deps import Deps
 from state.validation import InputError
-from stores.base import ChatScope, job_thread_id
+from stores.base import job_thread_id
 from stores.sql import SqlJobQueue
 from tests.fakes import DownEvents
 from tests.graphs.helpers import job

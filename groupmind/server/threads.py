@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from domain.scope import ForgetTarget
 from groupmind.forget import without_them
 from groupmind.threads import stream_thread_id
-from stores.base import ForgetTarget, Said
+from stores.base import Said
 
 
 class ServerThreads:

@@ -16,6 +16,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage
 from pydantic import BaseModel, Field, ValidationError
 
+from domain.people import KEY_FACT_TYPES
 from nodes import model
 from nodes.deps import Deps, need_chat
 from nodes.memory.profile_change import (
@@ -35,7 +36,7 @@ from nodes.model import Usage
 from nodes.prompt_blocks import DATA_HEADER, info_label, quoted
 from state.context import Context
 from state.memory import KeyFact, MemoryJob, MemoryState, current_job
-from stores.base import KEY_FACT_TYPES, GroupProfile, ProfileChange
+from stores.base import GroupProfile, ProfileChange
 
 log = logging.getLogger("groupmind.memory")
 

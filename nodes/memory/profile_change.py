@@ -10,19 +10,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from domain.people import KEY_FACT_TYPES, MULTI_FACT_TYPES, stage_for
 from nodes.deps import Deps
 from nodes.memory.fact_rules import acceptable
 from state.memory import MemoryJob
-from stores.base import (
-    KEY_FACT_TYPES,
-    MULTI_FACT_TYPES,
-    GroupProfile,
-    LearnedProfile,
-    ProfileChange,
-    ProfileConflict,
-    Relationship,
-    stage_for,
-)
+from stores.base import GroupProfile, LearnedProfile, ProfileChange, ProfileConflict, Relationship
 
 MAX_AFFECTION_STEP = 0.03  # seed 000: affection_change within ±0.03 per update
 MAX_IMPRESSION_CHARS = 500  # seed 000: 200-500 characters

@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import replace
 
+from domain.people import FACT_LABELS
 from nodes.memory.fact_rules import ADDRESSEE, SELF, likes, stated
 from nodes.memory.profile_change import (
     Current,
@@ -26,7 +27,7 @@ from nodes.memory.profile_change import (
 from nodes.memory.rewrite import rules_parts
 from state.memory import MemoryJob
 from stores import topics as topic_counts
-from stores.base import FACT_LABELS, GroupProfile, LearnedProfile, ProfileChange
+from stores.base import GroupProfile, LearnedProfile, ProfileChange
 from stores.people import name_index
 from stores.text import has_cjk, keywords
 

@@ -27,6 +27,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from domain.people import FACT_LABELS
 from nodes import model
 from nodes.deps import Deps, need, need_chat
 from nodes.model import Usage
@@ -47,8 +48,6 @@ TOOL_RESULTS_CUE = (
     "只有还缺信息时才再调用别的工具。"
 )
 ANSWER_NOW = "不要再调用工具了。请根据已有的信息，直接回答最新消息，一两句话。"
-FACT_WORDS = {"birthday": "生日", "job": "工作", "location": "所在地", "dream": "理想",
-              "family": "家庭", "pet": "宠物", "other": "其他"}  # fmt: skip
 
 
 def build_messages(deps: Deps, state: ReplyState, msg: ChatMessage) -> list[BaseMessage]:
@@ -204,7 +203,8 @@ def reply_rules(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
         said = f"{msg.user_name}，我记得：{line[:120]}"
     elif facts:
         fact = facts[-1]
-        said = f"{msg.user_name}，我记得你的{FACT_WORDS.get(fact['type'], '事')}是{fact['value']}。"
+        label = FACT_LABELS.get(fact["type"], ("事", ""))[0]
+        said = f"{msg.user_name}，我记得你的{label}是{fact['value']}。"
     else:
         said = f"{msg.user_name}，收到：“{msg.content[:40]}”"
     return {"reply": f"{RULES_LABEL} {said}", "tool_calls": []}

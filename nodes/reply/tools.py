@@ -21,13 +21,14 @@ import re
 from collections.abc import Callable
 from datetime import datetime
 from functools import cache
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.prebuilt import InjectedState
 from pydantic import BaseModel, Field, ValidationError
 
+from domain.people import KEY_FACT_TYPES
 from nodes.deps import Deps, need
 from nodes.prompt_blocks import where_learned
 from nodes.reply.hand_off import enqueue, recalled
@@ -37,7 +38,11 @@ from state.validation import describe_validation_error, parse_timestamp
 from stores.base import EventQuery, profile_view
 
 log = logging.getLogger("groupmind.reply")
+# The key-fact types the remember tool offers the model (a few, so a small model picks well);
+# each is one of domain.people's (checked below).
 FACT_TYPES = Literal["birthday", "job", "location", "dream", "family", "pet", "other"]
+if not set(get_args(FACT_TYPES)) <= set(KEY_FACT_TYPES):
+    raise RuntimeError("the remember tool offers a key-fact type no profile knows")
 
 
 class SearchEventsArgs(BaseModel):

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Engine, func, select
 from sqlalchemy.orm import Session
 
-from stores.base import ChatScope
+from domain.scope import ChatScope
 from stores.sql.covered import mine
 from stores.sql.schema import (
     Base,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
-from stores.base import ForgetTarget, check_bot_id
+from domain.scope import ForgetTarget, check_bot_id
 
 T = TypeVar("T")
 

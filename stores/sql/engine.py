@@ -13,6 +13,8 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
+from domain.limits import DEFAULTS
+
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 _PG_MIGRATION_LOCK = 0x67726F75  # any constant: one migrator at a time per database
 
@@ -52,7 +54,11 @@ _IN_PROCESS = threading.Lock()  # Alembic's context is module-global: one upgrad
 
 
 def migrate(
-    engine: Engine, *, default_platform: str = "qq", owner: str = "bot", revision: str = "head"
+    engine: Engine,
+    *,
+    default_platform: str = DEFAULTS.default_platform,
+    owner: str = DEFAULTS.bot_id,
+    revision: str = "head",
 ) -> None:
     """Bring the schema to the newest revision (safe to call from several processes and
     threads). ``default_platform`` is the platform rows from before revision 0005 are given,

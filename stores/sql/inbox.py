@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Engine, delete, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from stores.base import ChatScope, ForgetTarget
+from domain.scope import ChatScope, ForgetTarget
 from stores.sql.covered import covered, mine, tenant
 from stores.sql.schema import RunInboxRow
 

@@ -17,7 +17,8 @@ from sqlalchemy import Engine, delete, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from stores.base import ChatScope, Clock, ForgetTarget, JobRow, JobStatus, Said
+from domain.scope import ChatScope, ForgetTarget
+from stores.base import Clock, JobRow, JobStatus, Said
 from stores.sql.covered import covered, mine, tenant
 from stores.sql.schema import MemoryJobRow
 

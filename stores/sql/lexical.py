@@ -20,15 +20,8 @@ import numpy as np
 from sqlalchemy import Engine, delete, func, insert, select
 from sqlalchemy.orm import Session
 
-from stores.base import (
-    ChatScope,
-    EventHit,
-    EventQuery,
-    EventRecord,
-    ForgetTarget,
-    Said,
-    ScopeMembers,
-)
+from domain.scope import ChatScope, ForgetTarget
+from stores.base import EventHit, EventQuery, EventRecord, Said, ScopeMembers
 from stores.people import People, people_of
 from stores.sql.covered import chunks, covered, mine, tenant
 from stores.sql.schema import EventDocRow, EventStrengthRow, EventTermRow

@@ -11,7 +11,8 @@ from sqlalchemy import Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from stores.base import ContextUsage, ForgetTarget, Said, StoredMessage
+from domain.scope import ForgetTarget
+from stores.base import ContextUsage, Said, StoredMessage
 from stores.sql.covered import chunks, covered, mine, tenant
 from stores.sql.schema import ChatMemberRow, ChatStateRow, ContextUsageRow, MessageRow
 from stores.text import keywords_of

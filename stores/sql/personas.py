@@ -7,7 +7,8 @@ import time
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
-from stores.base import DEFAULT_PERSONA, ChatScope, Persona
+from domain.scope import DEFAULT_PERSONA, ChatScope
+from stores.base import Persona
 from stores.sql.schema import PersonaRow
 
 

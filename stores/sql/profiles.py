@@ -18,11 +18,10 @@ from sqlalchemy import Engine, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from domain.scope import ChatScope, ForgetTarget
 from stores import topics
 from stores.base import (
-    ChatScope,
     Clock,
-    ForgetTarget,
     GroupProfile,
     LearnedProfile,
     ProfileChange,

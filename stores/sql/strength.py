@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Engine, and_, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from stores.base import ChatScope
+from domain.scope import ChatScope
 from stores.decay import Strength
 from stores.sql.covered import chunks, mine, tenant
 from stores.sql.schema import EventDocRow, EventStrengthRow

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, func, select
 
+from domain.scope import ChatScope
 from nodes.memory.merge_profile import merge_profile_rules
 from state.context import Context
-from stores.base import ChatScope
 from stores.sql.schema import ProfileMergeRow
 from tests.graphs.merge_worker import merge_state, sql_deps
 

@@ -8,13 +8,14 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 
+from domain.scope import ChatScope
 from graphs.memory import build_memory_graph
 from nodes.deps import Deps
 from nodes.prompt_blocks import DATA_HEADER
 from nodes.variants import UnknownVariant
 from state.context import Context
 from state.validation import InputError
-from stores.base import ChatScope, EventQuery, LearnedProfile, Persona
+from stores.base import EventQuery, LearnedProfile, Persona
 from tests.fakes import DownEvents, FakeChat
 from tests.graphs.helpers import Recorder, facts, job, run
 

@@ -10,12 +10,13 @@ from typing import Any
 
 from langgraph.checkpoint.memory import InMemorySaver
 
+from domain.scope import ChatScope
 from graphs.memory import build_memory_graph
 from groupmind.settings import Settings
 from groupmind.worker import MemoryWorker
 from nodes.deps import Deps
 from nodes.reply.tools import DATA_NOTE
-from stores.base import ChatScope, EventRecord
+from stores.base import EventRecord
 from tests.fakes import FakeChat
 from tests.graphs.helpers import facts
 from tests.graphs.reply_helpers import Chat, message

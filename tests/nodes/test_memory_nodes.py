@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from langgraph.types import Overwrite
 
+from domain.scope import ChatScope, ForgetTarget
 from nodes.deps import Deps
 from nodes.memory.embed import embed, reply_context
 from nodes.memory.intake import intake, validate_job
@@ -15,7 +16,7 @@ from nodes.memory.quality_gate import quality_gate, route_after_gate
 from nodes.memory.rewrite import render_rewrite_prompt, rewrite_llm, rewrite_rules
 from state.context import Context
 from state.validation import InputError
-from stores.base import ChatScope, ForgetTarget, Persona
+from stores.base import Persona
 from tests.fakes import FakeChat
 from tests.graphs.helpers import facts, job
 

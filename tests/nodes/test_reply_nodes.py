@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from domain.limits import Limits
 from nodes.deps import Deps
 from nodes.prompt_blocks import DATA_HEADER, MEMORY_HEADER
 from nodes.reply.hand_off import jobs_from_buffer
@@ -212,7 +213,7 @@ def test_jobs_from_buffer_one_per_speaker() -> None:
             "from_bot": True,
         },
     ]
-    ctx = {"max_text_chars": 4000}
+    ctx = {"limits": Limits(max_text_chars=4000)}
     jobs = jobs_from_buffer(pending, msg, "default", ctx, answered_user="u1", action="我回复了小明")
     assert [(j.user_id, j.new_info, j.action_summary) for j in jobs] == [
         ("u1", "我明天去北京", "我回复了小明"),

