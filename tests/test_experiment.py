@@ -161,3 +161,17 @@ def test_paired_bootstrap_says_better_worse_or_no_clear_difference() -> None:
     # one example apart in sixty: the interval holds zero
     nudged = {**base, ids[0]: 1.0}
     assert paired(base, nudged, "mean", "higher").verdict == "no clear difference"
+
+
+def test_the_readmes_labelled_demo_is_the_demo_chat() -> None:
+    """examples/datasets/demo-labelled.jsonl (the README's plan comparison) labels every
+    message of the bundled demo chat, and only those."""
+    from importlib.resources import files
+
+    root = Path(__file__).resolve().parents[1]
+    data = load_dataset(root / "examples" / "datasets" / "demo-labelled.jsonl")
+    chat = Path(str(files("groupmind.demo_data"))) / "chat.jsonl"
+    demo = [json.loads(x) for x in chat.read_text(encoding="utf-8").splitlines() if x.strip()]
+    assert [e.inputs["message"] for e in data.examples] == demo
+    labelled = [e for e in data.examples if "replied" in (e.outputs or {})]
+    assert len(labelled) == len(demo) - 1  # the malformed line has no label

@@ -95,7 +95,8 @@ def test_memory_arms_ingest_then_answer_questions(tmp_path: Path) -> None:
     assert metric(report, "profile_slot_recall")["values"]["hybrid"]["value"] == 1.0
     assert report["arms"][1]["settings"] == {"search.zh.dense": 0}
     # two of the demo's jobs are bad on purpose: each an error of its own, the rest went on
-    assert metric(report, "latency_ms:p95")["values"]["keywords"]["n"] == len(jobs) - 2 + 3
+    assert metric(report, "job_ms:p95")["values"]["keywords"]["n"] == len(jobs) - 2
+    assert metric(report, "search_ms:p95")["values"]["keywords"]["n"] == 2  # one time per kind
     assert metric(report, "error")["values"]["keywords"]["value"] == pytest.approx(
         2 / (len(jobs) + 3)
     )
@@ -205,7 +206,7 @@ def test_arms_are_experiments_on_one_uploaded_dataset(
         assert len(targets) == 4 * len(demo_messages())
         assert {ls.metadata(r)["arm"] for r in targets} == {"w", "r"}
         keys = {f["key"] for f in ls.feedback}
-        assert {"context_R@1", "context_MRR", "latency_ms"} <= keys
+        assert {"context_R@1", "context_MRR", "reply_ms"} <= keys
 
 
 def test_export_writes_a_chat_as_a_dataset_the_experiment_reads(tmp_path: Path) -> None:

@@ -93,7 +93,9 @@ def test_the_kit_catches_what_a_variant_returns_on_real_states(tmp_path: Path) -
     def bad_value(state: ReplyState, ctx: Context, deps: Deps) -> RankContextWrites:
         return {"context_ids": "s1"}  # type: ignore[typeddict-item]
 
-    with pytest.raises(ContractError, match="on state 1 of .*'reply', not keys of RankContextWrites"):
+    with pytest.raises(
+        ContractError, match="on state 1 of .*'reply', not keys of RankContextWrites"
+    ):
         check_variant("rank_context", extra_key, data_dir=tmp_path / "a")
     with pytest.raises(ContractError, match="context_ids: Input should be a valid list"):
         check_variant("rank_context", bad_value, data_dir=tmp_path / "b")
@@ -102,7 +104,7 @@ def test_the_kit_catches_what_a_variant_returns_on_real_states(tmp_path: Path) -
     assert len(outputs) == sum("bot" in m.get("mentions", []) for m in sample_messages()) == 2
 
 
-PLUGIN = '''
+PLUGIN = """
 from nodes.deps import Deps
 from state.context import Context
 from state.reply import ReplyState
@@ -118,7 +120,7 @@ def mistyped(state: ReplyState, ctx: Context, deps: Deps) -> PlanWrites:
 
 
 VARIANTS = {"rank_context": {"lies": lies, "mistyped": mistyped}}
-'''
+"""
 
 
 def installed_plugin(root: Path) -> dict[str, str]:

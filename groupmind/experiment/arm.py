@@ -16,6 +16,7 @@ from typing import Any
 
 from langsmith import tracing_context
 
+from domain.scope import ChatScope
 from groupmind.chatting import checked_variants, rank_only, reply_context, run_reply
 from groupmind.experiment.spec import Arm, Mode, arm_settings
 from groupmind.session import Session, open_session
@@ -23,7 +24,7 @@ from groupmind.settings import Settings
 from nodes.variants import UnknownVariant
 from state.slots import graph_slots
 from state.validation import InputError, parse_timestamp
-from stores.base import ChatScope, EventQuery, profile_view
+from stores.base import EventQuery, profile_view
 
 log = logging.getLogger("groupmind.experiment")
 
@@ -128,8 +129,14 @@ class ArmRun:
         t0 = time.perf_counter()
         outcome = worker.run_next(job.request_id)
         ms = (time.perf_counter() - t0) * 1000
+        if outcome is None and self.background is not None:
+            # the arm's background worker took it first (reply mode): its result, once run
+            self.background.drain()
+            row = self.session.jobs.get(job.request_id)
+            if row is not None and row.status == "done":
+                return {"request_id": job.request_id, **(row.result or {})}
         if outcome is None:
-            return {"request_id": job.request_id, "status": "failed", "error": "held", "_ms": ms}
+            return {"request_id": job.request_id, "status": "failed", "error": "not run", "_ms": ms}
         return {**outcome.as_json(), "_ms": ms}
 
     def _scope(self, raw: Any, what: str) -> ChatScope:

@@ -156,10 +156,17 @@ def cost(run: Run, example: Example) -> dict[str, Any]:
     return _results(*pairs)
 
 
+# One latency per kind of work: a reply's time and a search's say nothing of each other.
+LATENCY_KEYS = {"message": "reply_ms", "job": "job_ms", "question": "search_ms",
+                "profile": "profile_ms"}  # fmt: skip
+
+
 def latency(run: Run, example: Example) -> dict[str, Any]:
-    """Wall time of the example's own work (a reply, a job, a search), milliseconds."""
-    ms = _outputs(run).get("latency_ms")
-    return _results() if ms is None else _results(("latency_ms", ms))
+    """Wall time of the example's own work, milliseconds: ``reply_ms`` (a message's run, or
+    its ranking), ``job_ms``, ``search_ms``, ``profile_ms``."""
+    out = _outputs(run)
+    ms, key = out.get("latency_ms"), LATENCY_KEYS.get(str(out.get("kind")))
+    return _results() if ms is None or key is None else _results((key, ms))
 
 
 def fallbacks(run: Run, example: Example) -> dict[str, Any]:
@@ -195,8 +202,9 @@ def metrics(ks: Sequence[int]) -> dict[str, Metric]:
     keys += [Metric("profile_slot_recall"), Metric("tokens", "mean", "lower", "tokens")]
     keys += [Metric("cost", "mean", "lower", "cost"), Metric("fallback", better="lower")]
     keys += [Metric("error", better="lower")]
-    keys += [Metric("latency_ms", "p50", "lower", "ms"), Metric("latency_ms", "p95", "lower", "ms")]
-    return {f"{m.key}:{m.aggregate}" if m.key == "latency_ms" else m.key: m for m in keys}
+    for key in LATENCY_KEYS.values():
+        keys += [Metric(key, "p50", "lower", "ms"), Metric(key, "p95", "lower", "ms")]
+    return {f"{m.key}:{m.aggregate}" if m.unit == "ms" else m.key: m for m in keys}
 
 
 def load_evaluator(name: str) -> Evaluator:
