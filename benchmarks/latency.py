@@ -285,7 +285,9 @@ def print_scale(n: int, load_s: float, hold_s: float, arms: dict[str, Any]) -> N
             console.print(f"  {arm}: {label} p95 {p95:.1f} ms (target ≤ {target}): {ok}")
     for arm in ARMS:
         injected = sorted(arms[arm]["memories"])
-        console.print(f"  {arm}: memories injected per reply, median {injected[len(injected) // 2]}")
+        console.print(
+            f"  {arm}: memories injected per reply, median {injected[len(injected) // 2]}"
+        )
     s = arms["searchable"]
     ok = "[green]met[/]" if pct(s, 95) <= 2000 else "[red]MISSED[/]"
     console.print(

@@ -16,6 +16,7 @@ from benchmarks.peers import MEM0_PYTHON
 from tests.conftest import _unavailable
 
 
+@pytest.mark.timeout(900)  # the run's own time-out is 600 s
 def test_bench_memory_smoke(tmp_path: Path) -> None:
     public = (SHARED_DATA / "dialogre" / "cn" / "dev.json").exists()
     sets = "people,statements,dialogre,memorybank-en" if public else "people"

@@ -17,7 +17,7 @@ import pytest
 from benchmarks.common import SHARED_DATA
 from tests.conftest import _unavailable
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]  # a run's own time-out is less
 
 
 def bench(name: str, *args: str, timeout: int = 600, **env: str) -> str:
