@@ -21,7 +21,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Checkpointer
 
-from nodes.deps import Deps
+from nodes.deps import ReplyDeps
 from nodes.reply.observe import route_after_observe
 from nodes.reply.plan import route_after_plan
 from nodes.reply.reply import route_after_reply
@@ -34,7 +34,11 @@ from state.slots import graph_slots
 ReplyGraph = CompiledStateGraph[ReplyState, Context, ReplyInput, ReplyOutput]
 
 
-def build_reply_graph(deps: Deps, *, checkpointer: Checkpointer = None) -> ReplyGraph:
+def build_reply_graph(deps: ReplyDeps, *, checkpointer: Checkpointer = None) -> ReplyGraph:
+    if not isinstance(deps, ReplyDeps):  # else its first message fails on a missing store
+        raise TypeError(
+            f"the reply graph runs on ReplyDeps (every store), not {type(deps).__name__}"
+        )
     g = StateGraph(
         ReplyState, context_schema=Context, input_schema=ReplyInput, output_schema=ReplyOutput
     )

@@ -19,7 +19,6 @@ from groupmind.chatting import reply_context, reply_to
 from groupmind.session import Session, open_session
 from groupmind.settings import Settings
 from groupmind.threads import thread_config
-from nodes.deps import need
 from nodes.prompt_blocks import render_relation_block
 from state.reply import ChatMessage
 from state.validation import InputError
@@ -135,7 +134,7 @@ def _show(
     state = graph.get_state(thread_config(msg.stream, session.deps.bot_id)).values
     scores = {i: s for i, s in state.get("ranked", [])}
     if r["context_ids"]:
-        store = need(session.deps.messages, "messages")
+        store = session.deps.messages
         lines = store.get(msg.stream, msg.persona_id, r["context_ids"])
         shown = [
             f"{m.user_name}「{m.content[:14]}」{scores.get(m.message_id, 0):.2f}" for m in lines

@@ -16,7 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from domain.scope import ChatScope
-from nodes.deps import Deps, need
+from nodes.deps import ReplyDeps
 from nodes.reply.hand_off import STICKER_LABEL
 from stores.base import StoredMessage
 
@@ -30,7 +30,7 @@ def bot_action(answer: StoredMessage | None) -> str:
 
 
 def export_chat(
-    deps: Deps,
+    deps: ReplyDeps,
     chat: ChatScope,
     persona_id: str,
     *,
@@ -39,7 +39,7 @@ def export_chat(
     actions_from_bot: bool = False,
 ) -> Iterator[dict[str, Any]]:
     """The chat's examples, oldest first."""
-    messages = need(deps.messages, "messages").newer_than(chat.key, persona_id, 0)
+    messages = deps.messages.newer_than(chat.key, persona_id, 0)
     answers = {m.message_id: m for m in messages if m.from_bot}
     for m in messages:
         if m.from_bot:

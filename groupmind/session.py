@@ -13,7 +13,7 @@ from groupmind.checkpoint import make_checkpointer
 from groupmind.settings import Settings
 from groupmind.wiring import Runtime, build_runtime
 from groupmind.worker import MemoryWorker
-from nodes.deps import Deps
+from nodes.deps import ReplyDeps
 from stores.base import JobQueue
 
 
@@ -27,8 +27,9 @@ class Session:
         return self.worker.bot
 
     @property
-    def deps(self) -> Deps:
-        return self.worker.deps
+    def deps(self) -> ReplyDeps:
+        """This bot's stores (the worker's are the same, as a memory graph reads them)."""
+        return self.runtime.deps_for(self.worker.bot)
 
     @property
     def jobs(self) -> JobQueue:

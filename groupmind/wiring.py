@@ -28,7 +28,7 @@ from groupmind.checkpoint import make_checkpointer
 from groupmind.providers import embedding_name, make_chat_model, make_embeddings
 from groupmind.settings import Settings
 from groupmind.worker import MemoryWorker
-from nodes.deps import Deps, need
+from nodes.deps import ReplyDeps, need
 from nodes.model import Prices, StructuredOutput
 from nodes.reply.emoji import StickerIndex, load_library
 from state.context import Context
@@ -68,13 +68,13 @@ class Runtime:
     settings: Settings
     engine: Engine
     embeddings: Embeddings
-    deps: Deps  # the deployment's own bot's (``settings.bot_id``)
+    deps: ReplyDeps  # the deployment's own bot's (``settings.bot_id``)
     board: SqlJobBoard  # every bot's memory jobs
     client: Any = None
     shared: Shared | None = None
     wake: threading.Event = field(default_factory=threading.Event)
     background: BackgroundWorker | None = None
-    _tenants: dict[str, Deps] = field(default_factory=dict)
+    _tenants: dict[str, ReplyDeps] = field(default_factory=dict)
     _memory_graphs: dict[str, MemoryGraph] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -83,7 +83,7 @@ class Runtime:
         """This process's checkpointer (memory jobs and in-process reply threads)."""
         return need(self.deps.checkpoints, "checkpoints")
 
-    def deps_for(self, bot: str) -> Deps:
+    def deps_for(self, bot: str) -> ReplyDeps:
         """The bot's own stores over this process's shared clients (made once per bot)."""
         if bot == self.deps.bot_id:
             return self.deps
@@ -179,9 +179,9 @@ def tenant_deps(
     bot: str,
     shared: Shared | None = None,
     *,
-    base: Deps | None = None,
+    base: ReplyDeps | None = None,
     **overrides: Any,
-) -> Deps:
+) -> ReplyDeps:
     """One bot's stores over one SQL engine and one Chroma client, with the settings' knobs
     and the bot's platforms and persona; what ``base`` holds per process (the chat model,
     the background executor, the checkpointer) is shared; ``overrides`` replace fields."""
@@ -230,12 +230,12 @@ def tenant_deps(
     }
     if base is not None:
         fields.update({name: getattr(base, name) for name in _PER_PROCESS})
-    return Deps(**{**fields, **overrides})
+    return ReplyDeps(**{**fields, **overrides})
 
 
 def build_deps(
     settings: Settings, engine: Engine, client: Any, embeddings: Embeddings, **overrides: Any
-) -> Deps:
+) -> ReplyDeps:
     """The deployment's own bot's stores (tests and tools that need one bot)."""
     return tenant_deps(settings, engine, client, embeddings, settings.bot_id, **overrides)
 

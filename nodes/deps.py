@@ -203,6 +203,20 @@ class Deps:
         return [persona.name, *persona.aliases] if persona else [self.bot_name, persona_id]
 
 
+@dataclass(frozen=True, kw_only=True)
+class ReplyDeps(Deps):
+    """What the reply graph runs on: the stores it cannot do without are not optional (a
+    deployment builds them all: ``groupmind.wiring``). The memory graph reads the message
+    store when there is one (who spoke in a chat); forget erases what there is."""
+
+    # field(): required here, though Deps gives them a default of None
+    messages: MessageStore = field()
+    chat_states: ChatStateRegistry = field()
+    context_usage: ContextUsageStore = field()
+    jobs: JobQueue = field()  # hand-off writes memory jobs here
+    stickers: Stickers = field()
+
+
 def need_chat(deps: Deps) -> BaseChatModel:
     """The chat model of an ``llm`` variant (checked when the variant was chosen)."""
     if deps.chat is None:
@@ -211,7 +225,8 @@ def need_chat(deps: Deps) -> BaseChatModel:
 
 
 def need(dep: T | None, name: str) -> T:
-    """A reply-graph store, or a clear error when the graph was built without it."""
+    """A store this process may lack (a worker's queue, the checkpointer), or a clear
+    error naming it."""
     if dep is None:
-        raise RuntimeError(f"Deps.{name} is not configured: build the reply graph with it")
+        raise RuntimeError(f"Deps.{name} is not configured in this process")
     return dep

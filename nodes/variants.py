@@ -40,7 +40,9 @@ ENTRY_POINTS = "groupmind.variants"
 BUILTIN = "groupmind"
 VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
-VariantFn = Callable[[Any, Context, Deps], Any]  # returns its slot's Writes (or awaits them)
+# (state, ctx, deps) -> its slot's Writes (or awaits them); deps is its graph's: the reply
+# graph's variants get ReplyDeps, the others Deps (the parameters are checked at registration)
+VariantFn = Callable[..., Any]
 NodeFn = Callable[[Any, Runtime[Context]], Any]
 
 

@@ -21,7 +21,7 @@ from typing import Any
 from langgraph.config import get_config
 from pydantic import ValidationError
 
-from nodes.deps import Deps
+from nodes.deps import ReplyDeps
 from state.reply import ChatMessage, PendingMessage, ReplyState
 from state.validation import InputError, validated
 from stores.base import MessageStore, StoredMessage
@@ -55,7 +55,7 @@ class Seen:
 
 
 def pending_of(
-    m: StoredMessage | ChatMessage, deps: Deps, from_bot: bool = False
+    m: StoredMessage | ChatMessage, deps: ReplyDeps, from_bot: bool = False
 ) -> PendingMessage:
     when = m.timestamp if isinstance(m, ChatMessage) else _iso(m.timestamp, deps)
     return PendingMessage(
@@ -68,12 +68,12 @@ def pending_of(
     )
 
 
-def _iso(seconds: float, deps: Deps) -> str:
+def _iso(seconds: float, deps: ReplyDeps) -> str:
     return datetime.fromtimestamp(seconds, deps.tz).isoformat()
 
 
 def catch_up(
-    earlier: Sequence[Any], msg: ChatMessage, store: MessageStore, seen: Seen, deps: Deps
+    earlier: Sequence[Any], msg: ChatMessage, store: MessageStore, seen: Seen, deps: ReplyDeps
 ) -> list[PendingMessage]:
     """Store and take the inbox's earlier messages, then those lost runs left in the
     store; returns them for the pending buffer, oldest first."""
@@ -105,7 +105,7 @@ def catch_up(
     return taken
 
 
-def journaled_before(deps: Deps, msg: ChatMessage) -> tuple[str | None, list[Any]]:
+def journaled_before(deps: ReplyDeps, msg: ChatMessage) -> tuple[str | None, list[Any]]:
     """This run's thread id and the messages journaled for it before this run's own (none
     in-process, where nothing journals)."""
     if deps.run_inbox is None:

@@ -15,7 +15,7 @@ from typing import Any
 
 from langchain_core.embeddings import Embeddings
 
-from nodes.deps import Deps, need
+from nodes.deps import ReplyDeps
 from nodes.reply.hand_off import STICKER_LABEL
 from state.context import Context
 from state.reply import ReplyState, current_message
@@ -77,9 +77,9 @@ class StickerIndex:
         return self.library[str(doc.id)]
 
 
-def emoji(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
+def emoji(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
     msg = current_message(state)
-    sticker = need(deps.stickers, "stickers").pick(msg.content)
+    sticker = deps.stickers.pick(msg.content)
     return {
         "sticker": sticker,
         "reply": f"{STICKER_LABEL}{sticker['id']}] {sticker['description']}",

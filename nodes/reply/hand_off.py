@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.messages import RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from nodes.deps import Deps, need
+from nodes.deps import ReplyDeps
 from state.context import Context
 from state.memory import MemoryJob, build_job
 from state.reply import (
@@ -99,9 +99,9 @@ def reply_summary(user_name: str, said: str) -> str:
     return f"我回复了{user_name}：“{said}”"
 
 
-def enqueue(deps: Deps, jobs: list[MemoryJob]) -> list[str]:
+def enqueue(deps: ReplyDeps, jobs: list[MemoryJob]) -> list[str]:
     """Queue jobs (their chat and person kept beside them, for forget)."""
-    queue = need(deps.jobs, "jobs")
+    queue = deps.jobs
     for job in jobs:
         payload = job.model_dump(mode="json")
         queue.enqueue(job.request_id, payload, scope=job.scope, user_id=job.user_id)
@@ -110,7 +110,7 @@ def enqueue(deps: Deps, jobs: list[MemoryJob]) -> list[str]:
     return [job.request_id for job in jobs]
 
 
-def hand_off(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
+def hand_off(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
     msg = current_message(state)
     action = state.get("action", "no_reply")
     pending = list(state.get("pending", []))
@@ -151,8 +151,8 @@ def hand_off(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
     return {**out, "pending": []}
 
 
-def _store_reply(deps: Deps, msg: ChatMessage, text: str, persona_id: str) -> PendingMessage:
-    store = need(deps.messages, "messages")
+def _store_reply(deps: ReplyDeps, msg: ChatMessage, text: str, persona_id: str) -> PendingMessage:
+    store = deps.messages
     when = datetime.fromtimestamp(msg.when.timestamp() + 0.001, msg.when.tzinfo)
     reply_id = f"{msg.message_id}#reply"
     store.add(
@@ -181,7 +181,7 @@ def _store_reply(deps: Deps, msg: ChatMessage, text: str, persona_id: str) -> Pe
     )
 
 
-def recalled(deps: Deps, ids: list[str], at: float) -> None:
+def recalled(deps: ReplyDeps, ids: list[str], at: float) -> None:
     """Memories given to a reply (or read back by a tool) were recalled; off the reply
     path, and a failure is logged, never raised."""
     if not ids:
@@ -192,7 +192,7 @@ def recalled(deps: Deps, ids: list[str], at: float) -> None:
         log.exception("recording %d recalled memories failed", len(ids))
 
 
-def _record_usage(deps: Deps, state: ReplyState, msg: ChatMessage, said: str) -> None:
+def _record_usage(deps: ReplyDeps, state: ReplyState, msg: ChatMessage, said: str) -> None:
     """seed 004 §4.2, off the reply path; a failure here is logged, never raised."""
     if deps.context_usage is None:
         return

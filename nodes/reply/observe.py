@@ -15,7 +15,7 @@ from langchain_core.messages import RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Overwrite
 
-from nodes.deps import Deps, need
+from nodes.deps import Deps, ReplyDeps
 from nodes.reply.arrivals import Seen, catch_up, journaled_before, pending_of, stored_message
 from nodes.reply.hand_off import enqueue, jobs_from_buffer
 from nodes.variants import registry, resolve_all
@@ -94,7 +94,7 @@ def decayed(interest: float, since: float | None, now: float, half_life_s: float
     return interest * math.pow(0.5, (now - since) / half_life_s)
 
 
-def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
+def observe(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
     waiting: Any = state.get("message")
     inbox = list(waiting) if isinstance(waiting, list) else [waiting]  # the run's own is last
     msg = validate_message(inbox[-1] if inbox else None, deps)
@@ -106,7 +106,7 @@ def observe(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
             f"its chat {msg.stream!r} is not this thread's ({held!r}): send each chat's "
             "messages on that chat's own thread",
         )
-    store = need(deps.messages, "messages")
+    store = deps.messages
     seen = Seen(state)
     out: dict[str, Any] = {**fresh(), "message": Overwrite([]), "msg": msg}
     pending = list(state.get("pending", []))

@@ -30,7 +30,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field
 
 from nodes import model
-from nodes.deps import Deps, need, need_chat
+from nodes.deps import ReplyDeps, need_chat
 from nodes.model import Usage
 from nodes.prompt_blocks import DATA_HEADER, render_context, render_latest
 from state.context import Context
@@ -60,13 +60,13 @@ def roll(stream: str, message_id: str, replans: int) -> float:
     return random.Random(int.from_bytes(seed[:8], "big")).random()
 
 
-def newer_messages(state: ReplyState, deps: Deps) -> list[Any]:
-    store = need(deps.messages, "messages")
+def newer_messages(state: ReplyState, deps: ReplyDeps) -> list[Any]:
+    store = deps.messages
     newer = store.newer_than(state["stream"], state["persona_id"], state.get("observed_seq", 0))
     return [m for m in newer if not m.from_bot]
 
 
-def decide_rules(state: ReplyState, deps: Deps) -> tuple[Action, str]:
+def decide_rules(state: ReplyState, deps: ReplyDeps) -> tuple[Action, str]:
     chat_state = state.get("chat_state", "ABSENT")
     if state.get("addressed"):
         return "text_reply", "mentioned" + (
@@ -92,7 +92,7 @@ def decide_rules(state: ReplyState, deps: Deps) -> tuple[Action, str]:
     return "no_reply", f"{odds} = {chance:.2f} ≤ roll {die:.2f}"
 
 
-def transition(state: ReplyState, action: Action, deps: Deps) -> dict[str, Any]:
+def transition(state: ReplyState, action: Action, deps: ReplyDeps) -> dict[str, Any]:
     """The chat-state move that follows this decision, mirrored for the FOCUSED cap."""
     rules = deps.chat_rules
     chat_state: ChatState = state.get("chat_state", "ABSENT")
@@ -123,7 +123,7 @@ Decision = tuple[Action, str, dict[str, Any]]  # action, reason, extra state (us
 
 
 def _plan(
-    state: ReplyState, deps: Deps, decide: Callable[[ReplyState, Deps], Decision]
+    state: ReplyState, deps: ReplyDeps, decide: Callable[[ReplyState, ReplyDeps], Decision]
 ) -> dict[str, Any]:
     newer = (
         newer_messages(state, deps) if state.get("replans", 0) < deps.chat_rules.max_replans else []
@@ -146,16 +146,16 @@ def _plan(
     return {**extra, **moved, "replan": False, "action": action, "reason": reason}
 
 
-def _by_rules(state: ReplyState, deps: Deps) -> Decision:
+def _by_rules(state: ReplyState, deps: ReplyDeps) -> Decision:
     action, reason = decide_rules(state, deps)
     return action, reason, {}
 
 
-def plan_rules(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
+def plan_rules(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
     return _plan(state, deps, _by_rules)
 
 
-def render_plan_messages(state: ReplyState, deps: Deps) -> list[BaseMessage]:
+def render_plan_messages(state: ReplyState, deps: ReplyDeps) -> list[BaseMessage]:
     msg = current_message(state)
     persona = deps.persona_name(state.get("persona_id", msg.persona_id))
     if state.get("addressed") or state.get("reply_to_bot"):
@@ -168,7 +168,7 @@ def render_plan_messages(state: ReplyState, deps: Deps) -> list[BaseMessage]:
         chat_state=state.get("chat_state", "ABSENT"),
         interest=state.get("interest", 0.0),
     )
-    store = need(deps.messages, "messages")
+    store = deps.messages
     context = render_context(store.get(msg.stream, msg.persona_id, state.get("context_ids", [])))
     human = "\n\n".join(
         part
@@ -183,7 +183,7 @@ def render_plan_messages(state: ReplyState, deps: Deps) -> list[BaseMessage]:
     return [SystemMessage(system), HumanMessage(human)]
 
 
-def _by_model(state: ReplyState, deps: Deps) -> Decision:
+def _by_model(state: ReplyState, deps: ReplyDeps) -> Decision:
     if state.get("chat_state", "ABSENT") == "ABSENT" and not (
         state.get("addressed") or state.get("reply_to_bot")
     ):
@@ -207,7 +207,7 @@ def _by_model(state: ReplyState, deps: Deps) -> Decision:
     return plan.action, plan.reason, {"usage": usage.by_node("plan", deps.prices)}
 
 
-def plan_llm(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
+def plan_llm(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
     return _plan(state, deps, _by_model)
 
 

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from nodes.deps import Deps, need
+from nodes.deps import ReplyDeps
 from nodes.settings import RankSettings
 from state.context import Context
 from state.reply import ReplyState, current_message
@@ -212,8 +212,8 @@ def _recent(store: MessageStore, trigger: StoredMessage, rank: RankSettings) -> 
     )
 
 
-def rank_weighted(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
-    store = need(deps.messages, "messages")
+def rank_weighted(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
+    store = deps.messages
     rank = deps.rank
     trigger = _trigger(state, store)
     try:
@@ -235,8 +235,8 @@ def rank_weighted(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]
     }
 
 
-def rank_recent(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
-    store = need(deps.messages, "messages")
+def rank_recent(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
+    store = deps.messages
     trigger = _trigger(state, store)
     recent = _recent(store, trigger, deps.rank)
     n = len(recent)

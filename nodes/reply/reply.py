@@ -29,7 +29,7 @@ from langchain_core.messages import (
 
 from domain.people import FACT_LABELS
 from nodes import model
-from nodes.deps import Deps, need, need_chat
+from nodes.deps import ReplyDeps, need_chat
 from nodes.model import Usage
 from nodes.prompt_blocks import render_context, render_latest
 from nodes.reply.observe import without_addressing
@@ -50,7 +50,7 @@ TOOL_RESULTS_CUE = (
 ANSWER_NOW = "不要再调用工具了。请根据已有的信息，直接回答最新消息，一两句话。"
 
 
-def build_messages(deps: Deps, state: ReplyState, msg: ChatMessage) -> list[BaseMessage]:
+def build_messages(deps: ReplyDeps, state: ReplyState, msg: ChatMessage) -> list[BaseMessage]:
     persona_id = state.get("persona_id", msg.persona_id)
     persona = deps.personas.get_persona(persona_id)
     name = deps.persona_name(persona_id)
@@ -67,14 +67,14 @@ def build_messages(deps: Deps, state: ReplyState, msg: ChatMessage) -> list[Base
     messages: list[BaseMessage] = [SystemMessage(system)]
     for i, line in enumerate(persona.begin_dialogs if persona else []):
         messages.append(HumanMessage(line) if i % 2 == 0 else AIMessage(line))
-    store = need(deps.messages, "messages")
+    store = deps.messages
     context = render_context(store.get(msg.stream, persona_id, state.get("context_ids", [])))
     latest = render_latest(msg.user_name, msg.user_id, msg.content)
     messages.append(HumanMessage(f"{context}\n\n{latest}" if context else latest))
     return messages
 
 
-def reply_llm(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
+def reply_llm(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
     """One round of the tool loop: the model answers, or asks for tools (the graph's
     ``tools`` node runs them and comes back here), at most ``max_tool_rounds`` times."""
     chat = need_chat(deps)
@@ -187,10 +187,10 @@ def recalled_line(question: str, texts: list[str], names: set[str]) -> str | Non
     return best if best and overlap(best) else None
 
 
-def reply_rules(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
+def reply_rules(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
     msg = current_message(state)
     remembered = [e.text for e in deps.events.get(state.get("memory_ids", []))]
-    store = need(deps.messages, "messages")
+    store = deps.messages
     names = {
         *store.members(msg.stream).values(),
         *deps.persona_names(state.get("persona_id", msg.persona_id)),

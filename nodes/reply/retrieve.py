@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
-from nodes.deps import Deps
+from nodes.deps import ReplyDeps
 from nodes.prompt_blocks import render_memory_block, render_relation_block
 from nodes.reply.observe import without_addressing
 from state.context import Context
@@ -19,7 +19,7 @@ from stores.base import EventQuery, profile_view
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="retrieve")
 
 
-def retrieve(state: ReplyState, ctx: Context, deps: Deps) -> dict[str, Any]:
+def retrieve(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
     msg = current_message(state)
     persona_id = state.get("persona_id", msg.persona_id)
     addressing = {*deps.persona_names(persona_id), deps.bot_id}

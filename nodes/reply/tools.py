@@ -29,7 +29,7 @@ from langgraph.prebuilt import InjectedState
 from pydantic import BaseModel, Field, ValidationError
 
 from domain.people import KEY_FACT_TYPES
-from nodes.deps import Deps, need
+from nodes.deps import ReplyDeps
 from nodes.prompt_blocks import where_learned
 from nodes.reply.hand_off import enqueue, recalled
 from state.memory import build_job
@@ -96,11 +96,11 @@ State = Annotated[ReplyState, InjectedState]  # the run's state: the chat and pe
 class Scoped:
     """The chat and persona a tool call serves, from the graph state."""
 
-    def __init__(self, deps: Deps, state: ReplyState) -> None:
+    def __init__(self, deps: ReplyDeps, state: ReplyState) -> None:
         self.msg = msg = current_message(state)
         deps.allow([msg.platform])  # the tools node is no slot: its own check
         self.persona_id = state.get("persona_id", msg.persona_id)
-        self.names = need(deps.messages, "messages").members(msg.stream)
+        self.names = deps.messages.members(msg.stream)
         self.members = set(self.names) | {msg.user_id}
 
     def member_id(self, who: str | None) -> str | None:
@@ -111,7 +111,7 @@ class Scoped:
         return by_name.get(who or "")
 
 
-def make_tools(deps: Deps) -> list[BaseTool]:
+def make_tools(deps: ReplyDeps) -> list[BaseTool]:
     cross = deps.chat_rules.allow_cross_scope_search
 
     def search_events(

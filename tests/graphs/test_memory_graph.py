@@ -21,7 +21,7 @@ from tests.graphs.helpers import Recorder, facts, job, run
 
 
 def with_chat(deps: Deps, chat: FakeChat) -> Deps:
-    return Deps(**{**deps.__dict__, "chat": chat})
+    return type(deps)(**{**deps.__dict__, "chat": chat})
 
 
 CHAT = ChatScope(platform="qq", chat_type="group", chat_id="1001")
@@ -204,7 +204,7 @@ def test_unknown_or_unavailable_variants_are_named(deps: Deps) -> None:
 
 def test_a_failed_step_resumes_there_without_redoing_the_rest(deps: Deps) -> None:
     chat = FakeChat(script=["小助手帮小明查了高铁，小明2026年11月25日要去北京出差"])
-    flaky = Deps(**{**deps.__dict__, "events": DownEvents(deps.events), "chat": chat})
+    flaky = type(deps)(**{**deps.__dict__, "events": DownEvents(deps.events), "chat": chat})
     graph = build_memory_graph(flaky, checkpointer=InMemorySaver())
     config: Any = {"configurable": {"thread_id": "r1"}}
     ctx = Context(variants={"rewrite": "llm", "merge_profile": "rules"})

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from graphs.reply import build_reply_graph
 from nodes.deps import Deps
 from nodes.reply.arrivals import stored_message
 from nodes.reply.observe import observe, validate_message
@@ -29,7 +30,7 @@ def plan_model(*decisions: str) -> FakeChat:
 
 
 def llm_plan(deps: Deps, *decisions: str) -> Deps:
-    return Deps(**{**deps.__dict__, "chat": plan_model(*decisions)})
+    return type(deps)(**{**deps.__dict__, "chat": plan_model(*decisions)})
 
 
 def remember(deps: Deps, event_id: str, text: str, **kw: Any) -> None:
@@ -53,6 +54,22 @@ def test_the_graph_is_wired_as_designed(deps: Deps) -> None:
         ("reply", "tools", True), ("reply", "hand_off", True), ("tools", "reply", False),
         ("emoji", "hand_off", False), ("hand_off", "__end__", False),
     }  # fmt: skip
+
+
+def test_the_reply_graph_runs_only_on_every_store_it_needs(deps: Deps) -> None:
+    """ReplyDeps: the reply graph's stores are not optional, so a deployment without one
+    is refused when the graph is built, not on its first message."""
+    from dataclasses import fields
+
+    from nodes.deps import ReplyDeps
+
+    assert isinstance(deps, ReplyDeps)  # what a deployment builds (groupmind.wiring)
+    base = {f.name: getattr(deps, f.name) for f in fields(Deps)}
+    with pytest.raises(TypeError, match="the reply graph runs on ReplyDeps"):
+        build_reply_graph(Deps(**base))  # type: ignore[arg-type]
+    without = {k: v for k, v in deps.__dict__.items() if k != "messages"}
+    with pytest.raises(TypeError, match="messages"):
+        ReplyDeps(**without)
 
 
 def test_retrieve_and_rank_context_run_in_one_step_and_plan_once(deps: Deps) -> None:

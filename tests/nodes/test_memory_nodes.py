@@ -49,7 +49,7 @@ def test_rewrite_rules_uses_whom_the_user_answered(deps: Deps) -> None:
 def test_rewrite_llm_sends_the_seed_prompt_and_strips_quotes(deps: Deps) -> None:
     chat = FakeChat(script=["“小明2026年11月25日要去北京出差。”"])
     state = state_for(deps)
-    out = rewrite_llm(state, Context(), Deps(**{**deps.__dict__, "chat": chat}))  # type: ignore[arg-type]
+    out = rewrite_llm(state, Context(), type(deps)(**{**deps.__dict__, "chat": chat}))  # type: ignore[arg-type]
     assert (out["text"], out["attempts"]) == ("小明2026年11月25日要去北京出差。", 1)
     assert out["usage"]["nodes"]["rewrite"]["calls"] == 1
     prompt = chat.last_prompt()

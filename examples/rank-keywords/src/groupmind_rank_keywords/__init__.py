@@ -5,7 +5,7 @@ three latest are."""
 
 from __future__ import annotations
 
-from nodes.deps import Deps, need
+from nodes.deps import ReplyDeps
 from nodes.reply.rank_context import gather
 from state.context import Context
 from state.reply import ReplyState, current_message
@@ -14,8 +14,8 @@ from state.slots import RankContextWrites
 FALLBACK = 3  # the latest candidates taken when no candidate shares a keyword
 
 
-def rank_keywords(state: ReplyState, ctx: Context, deps: Deps) -> RankContextWrites:
-    store = need(deps.messages, "messages")
+def rank_keywords(state: ReplyState, ctx: Context, deps: ReplyDeps) -> RankContextWrites:
+    store = deps.messages
     msg = current_message(state)
     found = store.get(msg.stream, msg.persona_id, [msg.message_id])
     if not found:
