@@ -39,6 +39,7 @@ from graphs.memory import build_memory_graph
 from groupmind.chatting import reply_context, reply_to
 from groupmind.session import open_session
 from groupmind.settings import Settings
+from nodes.reply.hand_off import reply_summary
 from scripts import localmodel
 from state.context import Context
 from state.validation import InputError
@@ -59,7 +60,7 @@ def memorybank_jobs(n: int) -> list[dict[str, Any]]:
                     {
                         "request_id": f"mb:{name}:{day}:{i}", "user_id": f"mb-{name}",
                         "user_name": name, "new_info": turn["query"],
-                        "action_summary": f"我回复了{name}：“{turn['response'][:200]}”",
+                        "action_summary": reply_summary(name, turn["response"][:200]),
                         "chat_type": "private", "persona_id": "default", "new_info_by": "user",
                         "timestamp": f"{day}T20:00:00+08:00",
                     }

@@ -16,11 +16,11 @@ import pytest
 
 from groupmind.testing import ContractError, check_variant, installed, sample_messages
 from nodes.deps import Deps
-from nodes.variants import UnknownVariant, VariantRefused, builtin_registry
+from nodes.variants import UnknownVariant, VariantRefused, builtin_registry, output_problems
 from state.context import Context
 from state.memory import MemoryState
 from state.reply import ReplyState
-from state.slots import PlanWrites, RankContextWrites
+from state.slots import SLOTS, PlanWrites, RankContextWrites
 from tests.test_cli import write_jsonl
 from tests.test_experiment_cli import context_dataset, metric
 
@@ -74,6 +74,16 @@ def test_a_variant_that_breaks_its_slots_contract_is_refused_saying_why(
     assert reg.sources["rank_context", "mine"] == "a-plugin"
 
 
+@pytest.mark.parametrize("slot", list(SLOTS))
+def test_every_slots_contract_can_check_what_a_variant_returns(slot: str) -> None:
+    """A plugin may fill any slot: its contract builds a validator, which takes an empty
+    result and names a key the slot does not write."""
+    assert output_problems(SLOTS[slot], {}) == []
+    assert output_problems(SLOTS[slot], {"no_such_key": 1}) == [
+        f"wrote 'no_such_key', not keys of {SLOTS[slot].writes.__name__}"
+    ]
+
+
 def test_a_refused_variant_is_named_with_its_reason_when_asked_for() -> None:
     reg = builtin_registry()
     reg.plugin("p = pkg:VARIANTS", {"rank_context": {"bad": wrong_return, "ok": good}})
@@ -108,7 +118,7 @@ PLUGIN = """
 from nodes.deps import Deps
 from state.context import Context
 from state.reply import ReplyState
-from state.slots import PlanWrites, RankContextWrites
+from state.slots import SLOTS, PlanWrites, RankContextWrites
 
 
 def lies(state: ReplyState, ctx: Context, deps: Deps) -> RankContextWrites:
