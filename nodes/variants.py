@@ -218,10 +218,6 @@ def registry() -> Registry:
     return reg
 
 
-def check_variants(asked: Mapping[str, str], *, has_model: bool) -> None:
-    registry().check(asked, has_model=has_model)
-
-
 def default_variant(variants: Mapping[str, VariantFn], deps: Deps, slot: str) -> str:
     if "llm" in variants and deps.chat is not None:
         return "llm"

@@ -55,20 +55,21 @@ class ForgetInput(TypedDict, total=False):
     chat_id: str
 
 
-class ForgetState(ForgetInput, total=False):
-    removed: dict[str, int]
-    job_ids: list[str]
-    streams: list[str]
-    still_running: list[str]
-    compacted: dict[str, str]
-    variants: dict[str, str]
-
-
 class ForgetOutput(TypedDict, total=False):
     removed: dict[str, int]
     streams: list[str]
     still_running: list[str]
     compacted: dict[str, str]
+
+
+class Erased(ForgetOutput, total=False):
+    """What the erase slot writes (state.slots): the output and the jobs it took."""
+
+    job_ids: list[str]
+
+
+class ForgetState(ForgetInput, Erased, total=False):
+    variants: dict[str, str]
 
 
 def forget_platforms(state: ForgetState, default: str) -> set[str]:

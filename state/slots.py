@@ -14,7 +14,7 @@ from typing import Any, Literal
 from langchain_core.messages import AnyMessage
 from typing_extensions import TypedDict  # pydantic checks these on Python 3.11 (typing's it cannot)
 
-from state.forget import ForgetState
+from state.forget import Erased, ForgetState
 from state.memory import MemoryJob, MemoryState
 from state.reply import Action, ChatState, Handled, PendingMessage, ReplyState
 
@@ -104,14 +104,6 @@ class MergeProfileWrites(TypedDict, total=False):
     usage: Usage
 
 
-class EraseWrites(TypedDict, total=False):
-    removed: dict[str, int]
-    job_ids: list[str]
-    streams: list[str]
-    still_running: list[str]
-    compacted: dict[str, str]
-
-
 @dataclass(frozen=True)
 class Slot:
     """A node slot's contract: its graph, the state its variants read, what they write,
@@ -142,7 +134,7 @@ SLOTS: dict[str, Slot] = {
         Slot("quality_gate", "memory", MemoryState, QualityGateWrites, "rules"),
         Slot("embed", "memory", MemoryState, EmbedWrites, "default"),
         Slot("merge_profile", "memory", MemoryState, MergeProfileWrites, "rules"),
-        Slot("erase", "forget", ForgetState, EraseWrites, "default", asynchronous=True),
+        Slot("erase", "forget", ForgetState, Erased, "default", asynchronous=True),
     )
 }
 

@@ -20,9 +20,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email import policy
 from email.parser import BytesParser
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from tests.serving import loopback
 
 INFO = {
     "version": "0.10.0",
@@ -282,13 +284,6 @@ def serve() -> Iterator[LangSmithStandIn]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    standin.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with loopback(Handler) as url:
+        standin.url = url
         yield standin
-    finally:
-        server.shutdown()
-        server.server_close()

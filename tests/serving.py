@@ -1,11 +1,31 @@
-"""Waiting for a server process the tests or benchmarks started."""
+"""Servers the tests and benchmarks start: waiting for a server process, and an HTTP
+stand-in served on 127.0.0.1 for the length of a ``with``."""
 
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+
+@contextmanager
+def loopback(handler: type[BaseHTTPRequestHandler], port: int = 0) -> Iterator[str]:
+    """``handler`` served on 127.0.0.1 (a free port unless one is given) in a thread;
+    yields its base URL, and shuts it down after."""
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def wait_ok(

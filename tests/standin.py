@@ -23,8 +23,10 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
+
+from tests.serving import loopback
 
 Request = dict[str, Any]
 Fault = Literal["http500", "junk", "cutoff", "slow"]
@@ -158,13 +160,6 @@ def serve(script: Script | None = None, port: int = 0) -> Iterator[StandIn]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    server.daemon_threads = True
-    standin.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with loopback(Handler, port) as url:
+        standin.url = f"{url}/v1"
         yield standin
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -26,7 +26,7 @@ from groupmind.experiment.dataset import Dataset, load_dataset, rebased
 from groupmind.experiment.evaluators import Metric, evaluators, metrics
 from groupmind.experiment.spec import Arm, ExperimentSpec, arm_settings, flatten
 from groupmind.settings import Settings
-from nodes.variants import check_variants
+from nodes.variants import registry
 from state.validation import InputError
 
 log = logging.getLogger("groupmind.experiment")
@@ -87,7 +87,7 @@ def check_arms(spec: ExperimentSpec, base: Settings, work: Path) -> None:
     for arm in spec.arms:
         settings = arm_settings(base, arm, work / arm.name)
         try:
-            check_variants(arm.variants, has_model=bool(settings.chat_model))
+            registry().check(arm.variants, has_model=bool(settings.chat_model))
         except ValueError as exc:
             raise InputError(f"arm {arm.name}", str(exc)) from None
 

@@ -284,10 +284,10 @@ def _check_assistant(value: Any) -> None:
     """An assistant is an arm: its variants must exist, not be refused plugins, and be able
     to run here (``llm`` needs a model), or it is refused at creation, naming the slot,
     instead of failing on every run."""
-    from nodes.variants import UnknownVariant, check_variants
+    from nodes.variants import UnknownVariant, registry
 
     try:
-        check_variants(assistant_variants(value), has_model=bool(settings().chat_model))
+        registry().check(assistant_variants(value), has_model=bool(settings().chat_model))
     except UnknownVariant as exc:
         raise refuse(422, str(exc)) from None
 
