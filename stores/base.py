@@ -265,6 +265,11 @@ class MemoryStore(EventStore, Protocol):
         """These memories were recalled (into a reply, a tool's answer): they fade slower."""
         ...
 
+    def prefetch(self, query: EventQuery) -> None:
+        """A hint that ``query`` will be searched soon: start what can start (its
+        embedding), so the search finds it done. Never raises for a failure of its own."""
+        ...
+
     def pin(self, ids: Sequence[str], pinned: bool = True) -> list[str]:
         """Pin (or unpin): never faded, never pruned. Returns the ids found."""
         ...
@@ -492,6 +497,11 @@ class JobQueue(Protocol):
     def complete(self, request_id: str, result: dict[str, Any]) -> None: ...
     def fail(self, request_id: str, error: str, *, retry_at: float | None) -> None:
         """Record an error: back to ``queued`` until ``retry_at``, or ``failed`` if None."""
+        ...
+
+    def defer(self, request_id: str, reason: str, *, until: float) -> None:
+        """Give a claimed job back, due again at ``until``, without counting the attempt
+        (this worker could not run it; another one may)."""
         ...
 
     def get(self, request_id: str) -> JobRow | None: ...

@@ -13,10 +13,11 @@ narrowed to the scope's ids from SQL (its metadata filter costs ~60 ms at 200k e
 
 from __future__ import annotations
 
+import threading
 import time
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import Protocol
 
@@ -31,6 +32,7 @@ from stores.scope_vectors import ScopeVectors
 
 SESSION_GAP_S = 1800  # memories this close in time are one session, for diversity
 ID_LIST_MAX = 20_000  # above this a scope is searched with Chroma's own metadata filter
+QUERY_VECTORS_HELD = 64  # recent query embeddings kept (a message's prefetch, its search)
 
 
 class DenseSide(EventStore, Protocol):
@@ -77,6 +79,26 @@ class StrengthSide(Protocol):
     def over(self, cap: int) -> list[tuple[ChatScope, int]]: ...
     def recalled(self, ids: Sequence[str], at: float) -> None: ...
     def pin(self, ids: Sequence[str], pinned: bool = True) -> list[str]: ...
+
+
+class QueryVectors:
+    """Query embeddings of the last few texts, as futures: a prefetch and the search that
+    follows (or two slots of one message) embed a text once. A failed one is not kept."""
+
+    def __init__(self, pool: ThreadPoolExecutor, embed: Callable[[str], list[float]]) -> None:
+        self._pool, self._embed = pool, embed
+        self._held: OrderedDict[str, Future[list[float]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> Future[list[float]]:
+        with self._lock:
+            future = self._held.get(text)
+            if future is None or (future.done() and future.exception() is not None):
+                future = self._held[text] = self._pool.submit(self._embed, text)
+            self._held.move_to_end(text)
+            while len(self._held) > QUERY_VECTORS_HELD:
+                self._held.popitem(last=False)
+        return future
 
 
 def diverse(
@@ -134,6 +156,7 @@ class HybridEventStore:
             max_vectors=max_vectors_held, background=load_in_background
         )
         self._pool = pool or ThreadPoolExecutor(max_workers=3, thread_name_prefix="hybrid")
+        self._embedded = QueryVectors(self._pool, self.vector.embed_query)
 
     def upsert(self, event: EventRecord) -> None:
         # Vector first: the dense side follows the ids SQL knows, and fetches their vectors
@@ -148,16 +171,27 @@ class HybridEventStore:
         self.vector.upsert_many(events, vectors)
         self.lexical.upsert_many(events)
 
-    def search(self, query: EventQuery) -> list[EventHit]:
-        wide = replace(query, top_k=max(self.depth, query.top_k))
-        # The query's embedding (C, no GIL) runs while SQL lists the scope and its people.
-        # It is embedded as the people last seen in this scope read it (names rarely
-        # change), and again only if the scope's people now read it otherwise.
+    def prefetch(self, query: EventQuery) -> None:
+        """Start embedding the query (C, no GIL) now: the search that follows finds it
+        done, or running, and embeds nothing again."""
+        self._embedded.get(self._guess(query)[1].dense_text)
+
+    def _guess(self, query: EventQuery) -> tuple[People, Focus]:
+        """The query as the people last seen in this scope read it (names rarely change)."""
         w = self.fusion.weights_for(query.text)
         known = (self.lexical.known_people(query) if w.person else None) or People()
         guess = focus_of(query.text, known.names, query.asker_id if w.person else None,
                          query.asker_name)  # fmt: skip
-        embedding = self._pool.submit(self.vector.embed_query, guess.dense_text)
+        return known, guess
+
+    def search(self, query: EventQuery) -> list[EventHit]:
+        wide = replace(query, top_k=max(self.depth, query.top_k))
+        # The query's embedding (C, no GIL) runs while SQL lists the scope and its people,
+        # unless a prefetch started it already; it is embedded again only if the scope's
+        # people now read the query otherwise.
+        w = self.fusion.weights_for(query.text)
+        known, guess = self._guess(query)
+        embedding = self._embedded.get(guess.dense_text)
         members = self.lexical.scope_members(query, ID_LIST_MAX)
         focus, people = guess, known
         if w.person and (members is None or members.ids):
@@ -165,7 +199,7 @@ class HybridEventStore:
             if people is not known:
                 focus = focus_of(query.text, people.names, query.asker_id, query.asker_name)
         if focus.dense_text != guess.dense_text:
-            embedding = self._pool.submit(self.vector.embed_query, focus.dense_text)
+            embedding = self._embedded.get(focus.dense_text)
         lexical = self._pool.submit(self.lexical.search, replace(wide, text=focus.lexical_text))
         records: dict[str, EventRecord] = {}
         dense = self._dense(wide, members, embedding.result(), records)
@@ -259,9 +293,11 @@ class HybridEventStore:
         return [h.event.id for h in hits]
 
     def get(self, ids: Sequence[str]) -> list[EventRecord]:
-        found = {e.id: e for e in self.vector.get(ids)}
+        # SQL first (~1 ms; Chroma's get costs ~10): both hold each event's text and scope,
+        # and SQL is written second, so an id only Chroma has yet is asked of Chroma.
+        found = {e.id: e for e in self.lexical.get(ids)}
         missing = [i for i in ids if i not in found]
-        found.update({e.id: e for e in self.lexical.get(missing)})
+        found.update({e.id: e for e in self.vector.get(missing)})
         return [found[i] for i in ids if i in found]
 
     def count(self, scope: ChatScope | None = None) -> int:

@@ -22,7 +22,7 @@ from nodes.variants import registry, resolve_all
 from state.context import Context
 from state.reply import ChatMessage, ReplyState, handled
 from state.validation import InputError, validated
-from stores.base import StoredMessage
+from stores.base import EventQuery, StoredMessage
 
 LEADING_NAME = re.compile(r"^\s*@?([^\s:：,，]{1,32})\s*[:：,，]")
 AT_NAME = re.compile(r"@([^\s:：,，@]{1,32})")
@@ -142,9 +142,13 @@ def observe(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
     mentions = [m for m in mentions if m != msg.user_id]
     parent = store.get(msg.stream, persona_id, [msg.reply_to]) if msg.reply_to else []
     reply_to_bot = bool(parent) and (parent[0].from_bot or parent[0].user_id == deps.bot_id)
+    addressed = not from_self and (deps.bot_id in mentions or msg.chat_type == "private")
+    chat_state: Literal["ABSENT", "CHAT", "FOCUSED"] = state.get("chat_state", "ABSENT")
+    if not from_self and (addressed or reply_to_bot or chat_state != "ABSENT"):
+        # retrieve will search: its query's embedding runs (off the GIL) while we store
+        deps.events.prefetch(memory_query(msg, persona_id, ctx, deps))
     stored = store.add(stored_message(msg, mentions, from_bot=from_self))
     seen.add(msg.message_id, stored.seq)
-    addressed = not from_self and (deps.bot_id in mentions or msg.chat_type == "private")
     question = bool(_QUESTION.search(msg.content.strip()))
     now = msg.when.timestamp()
     interest = decayed(
@@ -162,7 +166,6 @@ def observe(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
         deps.run_inbox.take(
             thread_id, [str(m.get("message_id")) for m in journaled] + [msg.message_id]
         )
-    chat_state: Literal["ABSENT", "CHAT", "FOCUSED"] = state.get("chat_state", "ABSENT")
     if from_self:  # stored, nothing to decide: handled here
         out["handled"] = handled(state, msg.message_id, {"action": "no_reply", "reason": ""})
     return {
@@ -184,6 +187,22 @@ def observe(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
     }
 
 
+def memory_query(msg: ChatMessage, persona_id: str, ctx: Context, deps: ReplyDeps) -> EventQuery:
+    """What retrieve searches for this message: strictly this chat and persona."""
+    addressing = {*deps.persona_names(persona_id), deps.bot_id}
+    return EventQuery.asked(
+        without_addressing(msg.content, addressing) or msg.content,  # "@小爱" is no topic
+        msg.when,  # "上周" is a span in the message's own zone; memories fade relative to it
+        platform=msg.platform,
+        chat_type=msg.chat_type,
+        chat_id=msg.scope_chat_id,
+        persona_id=persona_id,  # strict: only this persona's conversations
+        top_k=ctx.auto_top_k or deps.auto_top_k,
+        asker_id=msg.user_id,  # 我 in the message is them
+        asker_name=msg.user_name,
+    )
+
+
 def _on_topic(state: ReplyState, stored: StoredMessage) -> bool:
     """Shares a keyword with what was said since the last hand-off: the talk goes on."""
     recent = " ".join(p["content"] for p in state.get("pending", [])[-5:])
@@ -196,7 +215,8 @@ def route_after_observe(state: ReplyState) -> str | list[str]:
     woken = state.get("addressed") or state.get("reply_to_bot")
     if state.get("chat_state") == "ABSENT" and not woken:
         return "plan"  # an ABSENT chat is not read closely: the short path
-    # Independent reads, run side by side: the query's embedding is in C, off the GIL.
+    # Independent reads, side by side (the query's embedding already runs: observe).
+    # LangGraph starts a thread per run for these; one after the other measured no faster.
     return ["retrieve", "rank_context"]
 
 

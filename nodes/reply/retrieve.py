@@ -11,10 +11,10 @@ from typing import Any
 
 from nodes.deps import ReplyDeps
 from nodes.prompt_blocks import render_memory_block, render_relation_block
-from nodes.reply.observe import without_addressing
+from nodes.reply.observe import memory_query
 from state.context import Context
 from state.reply import ReplyState, current_message
-from stores.base import EventQuery, profile_view
+from stores.base import profile_view
 
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="retrieve")
 
@@ -22,18 +22,7 @@ _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="retrieve")
 def retrieve(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
     msg = current_message(state)
     persona_id = state.get("persona_id", msg.persona_id)
-    addressing = {*deps.persona_names(persona_id), deps.bot_id}
-    query = EventQuery.asked(
-        without_addressing(msg.content, addressing) or msg.content,  # "@小爱" is no topic
-        msg.when,  # "上周" is a span in the message's own zone; memories fade relative to it
-        platform=msg.platform,
-        chat_type=msg.chat_type,
-        chat_id=msg.scope_chat_id,
-        persona_id=persona_id,  # strict: only this persona's conversations
-        top_k=ctx.auto_top_k or deps.auto_top_k,
-        asker_id=msg.user_id,  # 我 in the message is them
-        asker_name=msg.user_name,
-    )
+    query = memory_query(msg, persona_id, ctx, deps)
     searching = _pool.submit(deps.events.search, query)  # the SQL reads below run meanwhile
     view = profile_view(deps.profiles, msg.user_id, msg.scope, deps.profile_sharing)
     group = (

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Engine, delete, func, insert, select, update
+from sqlalchemy import Engine, Select, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -199,9 +199,11 @@ class SqlMessageStore:
         texts, ids = tuple(text for _, text, _ in said), frozenset(i for _, _, i in said)
         return Said(target.user_id, frozenset(known), texts, ids)
 
-    def _fetch(self, query: object) -> list[StoredMessage]:
-        with Session(self.engine) as s:
-            return [_message(row) for row in s.scalars(query)]  # type: ignore[call-overload]
+    def _fetch(self, query: Select[Any]) -> list[StoredMessage]:
+        # Rows, not ORM objects: a reply reads ~100 messages, and building each as an ORM
+        # instance cost ~60 us (6-9 ms of a reply, measured).
+        with self.engine.connect() as conn:
+            return [_message(row) for row in conn.execute(_as_rows(query))]
 
     def _scope(self, stream: str, persona_id: str) -> tuple[Any, Any, Any]:
         return (
@@ -211,12 +213,16 @@ class SqlMessageStore:
         )
 
 
-def _message(row: MessageRow) -> StoredMessage:
+def _as_rows(query: Select[Any]) -> Select[Any]:
+    return query.with_only_columns(*MessageRow.__table__.columns)
+
+
+def _message(row: Any) -> StoredMessage:
     return StoredMessage(
         stream=row.stream,
         message_id=row.message_id,
         platform=row.platform,
-        chat_type=row.chat_type,  # type: ignore[arg-type]
+        chat_type=row.chat_type,
         chat_id=row.chat_id,
         user_id=row.user_id,
         user_name=row.user_name,
