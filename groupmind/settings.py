@@ -171,6 +171,15 @@ class Settings(BaseSettings):
         description="a running job's lease, renewed by its worker's heartbeat every third of "
         "it: a dead worker's job is taken up again within this",
     )
+    job_unrunnable: Literal["wait", "fail"] = Field(
+        default="wait",
+        description="a job pinned to a variant this process cannot run (``llm`` with no "
+        "model): ``wait`` gives it back for a worker that can (no attempt counted), ``fail`` "
+        "fails it once with the reason",
+    )
+    job_unrunnable_wait_s: float = Field(
+        default=60.0, gt=0, description="with JOB_UNRUNNABLE=wait, when it is offered again"
+    )
     keep_checkpoints: bool = Field(
         default=False, description="keep a memory job's checkpoints after it is done"
     )
@@ -187,6 +196,12 @@ class Settings(BaseSettings):
     # Reply graph.
     rank: RankSettings = RankSettings()
     chat: ChatSettings = ChatSettings()
+    reply_history: int = Field(
+        default=20,
+        ge=0,
+        description="every this many messages of a chat, its reply thread keeps only its "
+        "latest checkpoint (~30 KB each, one per message); 0 keeps them all (time travel)",
+    )
     auto_top_k: int = Field(default=3, ge=1, le=20, description="events injected per reply")
 
     @field_validator("timezone")

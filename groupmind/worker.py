@@ -189,6 +189,11 @@ class MemoryWorker:
             },
         }
         try:
+            variants = Context(variants={**self.context.variants, **own})
+            resolve_all(registry().graph("memory"), variants, self.tenants.deps_for(bot))
+        except UnknownVariant as exc:  # not transient: retrying here cannot help
+            return self._unrunnable(jobs, row, exc)
+        try:
             with self._heartbeat(jobs, row.request_id):
                 pending = graph.get_state(config).next
                 # A run that stopped mid-way (error or kill -9) resumes at the unfinished step.
@@ -245,6 +250,20 @@ class MemoryWorker:
         finally:
             stop.set()
             thread.join()
+
+    def _unrunnable(self, jobs: JobQueue, row: JobRow, exc: UnknownVariant) -> Outcome:
+        """``JOB_UNRUNNABLE``: give the job back for a worker that can run it, or fail it."""
+        reason = f"this worker cannot run it: {exc}"
+        if self.settings.job_unrunnable == "fail":
+            jobs.fail(row.request_id, reason, retry_at=None)
+            log.warning("memory job %s failed: %s", row.request_id, reason)
+            return Outcome(row.request_id, "failed", error=reason, attempts=row.attempts)
+        until = self.clock() + self.settings.job_unrunnable_wait_s
+        jobs.defer(row.request_id, reason, until=until)
+        log.info("memory job %s waits for another worker: %s", row.request_id, reason)
+        return Outcome(
+            row.request_id, "failed", error=reason, retry_at=until, attempts=row.attempts - 1
+        )
 
     def _failed(self, jobs: JobQueue, row: JobRow, exc: Exception) -> Outcome:
         error = f"{type(exc).__name__}: {exc}"

@@ -22,7 +22,7 @@ from nodes.deps import Deps
 from state.validation import InputError
 from stores.base import job_thread_id
 from stores.sql import SqlJobQueue
-from tests.fakes import DownEvents
+from tests.fakes import DownEvents, FakeChat
 from tests.graphs.helpers import job
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,3 +107,47 @@ def test_kill_9_mid_run_resumes_at_the_unfinished_step(tmp_path: Path) -> None:
     assert session.jobs.get("r1").attempts == 2  # type: ignore[union-attr]
     graph = build_memory_graph(session.deps, checkpointer=make_checkpointer(settings))
     assert graph.get_state(config).values["status"] == "stored"
+
+
+def _pinned_to_llm(worker: MemoryWorker) -> None:
+    """Queued as hand_off queues a job of a reply run whose memory arm is ``rewrite=llm``."""
+    payload = {**job(new_info=""), "variants": {"rewrite": "llm"}}
+    scope = ChatScope(platform="qq", chat_type="group", chat_id="1001")
+    worker.jobs.enqueue("r1", payload, scope=scope, user_id="u1")
+
+
+def test_a_job_pinned_to_a_model_waits_for_a_worker_that_has_one(
+    tmp_path: Path, deps: Deps
+) -> None:
+    worker, now = make_worker(tmp_path, deps, failures=0, job_max_attempts=2)
+    _pinned_to_llm(worker)
+    for _ in range(4):  # more offers than attempts: waiting spends none
+        outcome = worker.run_next()
+        assert outcome is not None and outcome.status == "failed"
+        assert outcome.retry_at == now[0] + 60.0
+        assert "rewrite" in (outcome.error or "") and "chat model" in (outcome.error or "")
+        assert worker.run_next() is None  # not offered again before its time
+        now[0] = outcome.retry_at + 0.01
+    row = worker.jobs.get("r1")
+    assert row is not None and row.status == "queued" and row.attempts == 0
+    assert "this worker cannot run it" in (row.last_error or "")
+    # A worker with a model takes it up and runs it as pinned.
+    chat = FakeChat(script=["小明2026年11月16日去了北京"])
+    able, clock = make_worker(tmp_path / "able", replace(deps, chat=chat), failures=0)
+    clock[0] = now[0]
+    done = able.run_next()
+    assert done is not None and done.status in {"stored", "degraded"}, done  # it ran
+    assert done.variants is not None and done.variants["rewrite"] == "llm" and chat.prompts
+    stored = worker.jobs.get("r1")
+    assert stored is not None and stored.status == "done" and stored.attempts == 1
+
+
+def test_job_unrunnable_fail_fails_it_once_with_the_reason(tmp_path: Path, deps: Deps) -> None:
+    worker, _ = make_worker(tmp_path, deps, failures=0, job_unrunnable="fail")
+    _pinned_to_llm(worker)
+    outcome = worker.run_next()
+    assert outcome is not None and outcome.status == "failed" and outcome.retry_at is None
+    row = worker.jobs.get("r1")
+    assert row is not None and row.status == "failed" and row.attempts == 1
+    assert "needs a chat model" in (row.last_error or "")
+    assert worker.run_next() is None

@@ -120,6 +120,15 @@ class SqlJobQueue:
         else:
             self._finish(request_id, status="queued", last_error=error, next_attempt_at=retry_at)
 
+    def defer(self, request_id: str, reason: str, *, until: float) -> None:
+        self._finish(
+            request_id,
+            status="queued",
+            last_error=reason,
+            next_attempt_at=until,
+            attempts=MemoryJobRow.attempts - 1,
+        )
+
     def _finish(self, request_id: str, **values: Any) -> None:
         with self.engine.begin() as conn:
             conn.execute(
