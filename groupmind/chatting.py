@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Durability
 
 from graphs.reply import ReplyGraph
+from groupmind.checkpoint import ThreadPruner
 from groupmind.threads import thread_config
 from nodes.deps import Deps
 from nodes.reply.observe import validate_message
@@ -83,7 +85,22 @@ def run_reply(
         "callbacks": callbacks or [],
     }
     out = graph.invoke({"message": raw}, config, context=context, durability=durability)
+    _pruned(graph, deps, config["configurable"]["thread_id"])
     return {**out, "message_id": msg.message_id}
+
+
+_pruners: WeakKeyDictionary[BaseCheckpointSaver[str], ThreadPruner] = WeakKeyDictionary()
+
+
+def _pruned(graph: ReplyGraph, deps: Deps, thread_id: str) -> None:
+    """The thread ran once more: its history goes every ``deps.reply_history`` runs."""
+    saver = graph.checkpointer
+    if not isinstance(saver, BaseCheckpointSaver) or not deps.reply_history:
+        return
+    pruner = _pruners.get(saver)
+    if pruner is None:
+        pruner = _pruners[saver] = ThreadPruner(saver, deps.reply_history, deps.background.submit)
+    pruner.ran(thread_id)
 
 
 _checked: set[tuple[int, str]] = set()

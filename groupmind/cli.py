@@ -613,7 +613,8 @@ def compact(
     ] = None,
 ) -> None:
     """Have the storage engines let go of what they keep of deleted rows on disk (SQLite
-    free pages and logs, Chroma's write log, PostgreSQL with --full). Forget runs it."""
+    free pages and logs, Chroma's write log, PostgreSQL with --full), after pruning every
+    thread's checkpoint history to its latest. Forget runs it."""
     from stores.compact import purge_chroma
 
     if chroma_path is not None:
@@ -621,7 +622,7 @@ def compact(
         return
     from groupmind.session import open_session
 
-    session = open_session(STATE.settings, worker=False, bot=STATE.bot)
+    session = open_session(STATE.settings, bot=STATE.bot)  # with its checkpointer: history too
     for store, how in session.runtime.compact(full=full).items():
         out.print(f"{store}: {how}")
 

@@ -24,7 +24,7 @@ from sqlalchemy.engine import make_url
 
 from graphs.memory import MemoryGraph, build_memory_graph
 from groupmind.background import BackgroundWorker
-from groupmind.checkpoint import make_checkpointer
+from groupmind.checkpoint import make_checkpointer, prune_threads, thread_ids
 from groupmind.providers import embedding_name, make_chat_model, make_embeddings
 from groupmind.settings import Settings
 from groupmind.worker import MemoryWorker
@@ -116,8 +116,14 @@ class Runtime:
 
     def compact(self, *, full: bool = False) -> dict[str, str]:
         """Have the engines let go of what they keep of deleted rows on disk (after a
-        forget; ``groupmind compact``): a line per store (``stores.compact``)."""
-        return compact_stores(self.settings, self.engine, full=full)
+        forget; ``groupmind compact``): a line per store (``stores.compact``). First every
+        thread's checkpoint history goes, its latest kept (unless KEEP_CHECKPOINTS)."""
+        done = {}
+        saver = self.deps.checkpoints
+        if saver is not None and not self.settings.keep_checkpoints:
+            pruned = prune_threads(saver, thread_ids(saver))
+            done["history"] = f"{pruned} threads pruned to their latest checkpoint"
+        return done | compact_stores(self.settings, self.engine, full=full)
 
     def start_background_worker(self) -> BackgroundWorker:
         """Run hand-off's memory jobs in this process, as they are written."""
@@ -225,6 +231,7 @@ def tenant_deps(
         "rank": settings.rank,
         "chat_rules": settings.chat,
         "auto_top_k": settings.auto_top_k,
+        "reply_history": settings.reply_history,
         "structured": StructuredOutput(mode=settings.structured_output),
         "prices": Prices(settings.chat_price_prompt_per_1k, settings.chat_price_completion_per_1k),
     }

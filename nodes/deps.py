@@ -132,6 +132,7 @@ class Deps:
     rank: RankSettings = field(default_factory=RankSettings)
     chat_rules: ChatSettings = field(default_factory=ChatSettings)
     auto_top_k: int = 3
+    reply_history: int = 20  # a reply thread's history is pruned every this many runs (0: kept)
     background: Executor = field(default_factory=_Inline)  # work that must not delay a reply
     on_job: Callable[[], None] = lambda: None  # wakes the in-process memory worker
     foreground: Foreground = field(default_factory=Foreground)

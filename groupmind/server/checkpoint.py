@@ -13,7 +13,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from groupmind.checkpoint import serde
+from groupmind.checkpoint import NOT_LATEST, serde
 from groupmind.settings import Settings
 
 _RUNS = "json_extract(CAST(metadata AS TEXT), '$.run_id')"
@@ -36,11 +36,7 @@ class ServerSqliteSaver(AsyncSqliteSaver):
             if strategy == "delete_all":
                 await self.adelete_thread(thread_id)
                 continue
-            latest = (
-                "thread_id = ? AND checkpoint_id NOT IN (SELECT MAX(checkpoint_id) FROM "
-                "checkpoints WHERE thread_id = ? GROUP BY checkpoint_ns)"
-            )
-            await self._delete(latest, [thread_id, thread_id])
+            await self._delete(NOT_LATEST, [thread_id, thread_id])
 
     async def _delete(self, where: str, params: list[Any]) -> None:
         async with self.lock:
