@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint serve deploy-venv mem0-venv model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory clean
+.PHONY: setup demo test lint serve deploy-venv mem0-venv model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory bench-scale clean
 
 $(UV):
 	$(PY) -m venv .tools
@@ -76,6 +76,11 @@ bench-irc: setup
 
 bench-latency: setup
 	$(BIN)/python -m benchmarks.latency $(ARGS)
+
+# 1k -> 1M events over up to 10k chats; memory-worker throughput with 1/2/4 processes on
+# SQLite and PostgreSQL (benchmarks/scale.py). ARGS="--smoke" is what `make test` runs.
+bench-scale: setup
+	$(BIN)/python -m benchmarks.scale $(ARGS)
 
 bench-leaks: setup
 	$(BIN)/python -m benchmarks.leaks $(ARGS)

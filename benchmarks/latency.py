@@ -108,7 +108,8 @@ def pool(cache: Path, embeddings: Any, size: int = 2000) -> tuple[list[str], np.
     return texts, np.load(path)
 
 
-def populate(runtime: Any, n: int, texts: list[str], vectors: np.ndarray) -> float:
+def populate(runtime: Any, n: int, texts: list[str], vectors: np.ndarray, chats: int = 50) -> float:
+    """``n`` events over ``chats`` group chats (1001, 1002, ...), round robin."""
     rng = np.random.default_rng(7)
     t0 = time.perf_counter()
     with Progress(console=console, transient=True) as progress:
@@ -121,7 +122,7 @@ def populate(runtime: Any, n: int, texts: list[str], vectors: np.ndarray) -> flo
             noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
             events = [
                 EventRecord(id=f"ev{i}", text=texts[i % len(texts)], timestamp=1_790_000_000.0 + i, user_id=f"u{i % 8}",
-                            user_name=USERS[i % 8], platform="qq", chat_type="group", chat_id=str(1001 + i % 50),
+                            user_name=USERS[i % 8], platform="qq", chat_type="group", chat_id=str(1001 + i % chats),
                             persona_id="default")
                 for i in idx
             ]  # fmt: skip

@@ -89,3 +89,22 @@ def test_bench_model_smoke(llama_server: str) -> None:
     needs(SHARED_DATA / "locomo" / "locomo10.json")
     out = bench("model", "--jobs", "1", "--messages", "2", "--url", llama_server, timeout=900)
     assert "took" in out
+
+
+def test_bench_scale_smoke(tmp_path: Path) -> None:
+    out = bench("scale", "--smoke", "--work-dir", str(tmp_path / "w"),
+                "--out", str(tmp_path / "out"))  # fmt: skip
+    found = report(tmp_path / "out", "scale-*.json")
+    assert [r["events"] for r in found["scales"]] == [300, 1200]
+    for row in found["scales"]:
+        assert len(row["search_ms"]) == 20 and len(row["reply_ms"]) == 10
+        assert row["held_mb"] > 0 and row["rss_mb"] > 0  # the searched chats' vectors held
+        # compaction pruned the reply threads' history and the files shrank
+        assert row["compacted"]["history"].endswith("pruned to their latest checkpoint")
+        assert 0 < row["disk_compacted_bytes"] < row["disk_bytes"]
+    workers = {(r["backend"], r["workers"]): r for r in found["workers"]}
+    assert set(workers) == {("sqlite", 1), ("sqlite", 2)}
+    for run in workers.values():  # every queued job ran, once, whichever process took it
+        assert run["jobs"] == 12 and sum(run["statuses"].values()) == 12, run
+        assert run["jobs_per_s"] > 0
+    assert "memory worker throughput" in out and "disk / memory" in out

@@ -1,0 +1,312 @@
+"""What a busy bot costs as its memory grows: 1k -> 1M events over up to 10k chats.
+
+Each scale gets a fresh data dir filled with generated Chinese events (deterministic: the
+text pool and noise of ``benchmarks.latency``), spread round robin over ``n / 100`` group
+chats (at most 10,000). Then, in this one process:
+
+- disk per stored memory, all included (SQL with its keyword index, Chroma, the reply
+  threads' checkpoints), as loaded and after ``groupmind compact``;
+- search p50/p95 in chats whose vectors are held (200 searches, 20 chats), and what the
+  held vectors take;
+- reply p50/p95 through the reply graph (rules, memory worker elsewhere; 100 addressed
+  messages over 5 chats);
+- the process's resident memory (RSS) at the end.
+
+Then the memory worker's throughput: the same rule jobs queued once, drained by 1, 2 and 4
+``groupmind worker --once`` processes over a Chroma server, with SQL and checkpoints in
+SQLite, then in PostgreSQL (jobs/s from the first job done to the last).
+
+    make bench-scale                                 # 1k, 10k, 100k, 1M; workers 1/2/4
+    make bench-scale ARGS="--scales 1000 10000 --jobs 120"
+    make bench-scale ARGS="--smoke"                  # what `make test` runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from benchmarks.common import machine, pct
+from benchmarks.latency import USERS, pool, populate
+from benchmarks.servers import free_port
+from graphs.reply import build_reply_graph
+from groupmind.chatting import reply_context, reply_to
+from groupmind.checkpoint import make_checkpointer
+from groupmind.settings import Settings
+from groupmind.wiring import build_runtime
+from stores.base import EventQuery, Persona
+
+ROOT = Path(__file__).resolve().parents[1]
+SCALES = (1_000, 10_000, 100_000, 1_000_000)
+TOPICS = ["出差", "考研", "跑马拉松", "新显卡", "毕业论文", "日本旅行", "红烧肉", "柯基", "吉他课"]
+console = Console()
+
+
+def chats_for(n: int) -> int:
+    return max(10, min(10_000, n // 100))
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def disk_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def searches(runtime: Any, chats: int, count: int) -> tuple[list[float], float]:
+    """``count`` searches over 20 chats, each chat's vectors held first; and the MB held."""
+    events, rng = runtime.deps.events, random.Random(5)
+    asked = [str(1001 + c) for c in range(min(20, chats))]
+    for chat in asked:
+        query = EventQuery(text="预热", platform="qq", chat_type="group", chat_id=chat,
+                           persona_id="default")  # fmt: skip
+        key = (runtime.deps.bot_id, query.scope, query.persona_id)
+        events.search(query)
+        deadline = time.monotonic() + 120
+        while not events.held.holds(key) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    ms = []
+    for i in range(count):
+        query = EventQuery(
+            text=f"{rng.choice(USERS)}最近在忙{rng.choice(TOPICS)}吗", platform="qq",
+            chat_type="group", chat_id=asked[i % len(asked)], persona_id="default",
+        )  # fmt: skip
+        t0 = time.perf_counter()
+        events.search(query)
+        ms.append((time.perf_counter() - t0) * 1000)
+    with events.held._lock:
+        held = sum(h.matrix.nbytes for h in events.held._held.values())
+    return ms, held / 2**20
+
+
+def replies(runtime: Any, count: int) -> list[float]:
+    deps = runtime.deps
+    graph = build_reply_graph(deps, checkpointer=make_checkpointer(runtime.settings))
+    context, rng, ms = reply_context(deps), random.Random(3), []
+    for i in range(-10, count):  # ten unmeasured first
+        chat = str(1001 + i % 5)
+        msg = {"message_id": f"r{i}", "platform": "qq", "chat_type": "group", "chat_id": chat,
+               "user_id": f"u{i % 8}", "user_name": USERS[i % 8], "mentions": ["bot"],
+               "content": f"@小爱 {rng.choice(USERS)}最近是不是在忙{rng.choice(TOPICS)}？",
+               "timestamp": 1_795_000_000 + 30 * i}  # fmt: skip
+        t0 = time.perf_counter()
+        reply_to(graph, deps, msg, context)
+        if i >= 0:
+            ms.append((time.perf_counter() - t0) * 1000)
+    return ms
+
+
+def one_scale(n: int, work: Path, search_n: int, reply_n: int) -> dict[str, Any]:
+    data = work / f"events-{n}"
+    shutil.rmtree(data, ignore_errors=True)
+    runtime = build_runtime(Settings(data_dir=data))
+    runtime.deps.personas.put_persona(Persona(persona_id="default", name="小爱"))
+    texts, vectors = pool(work / "cache", runtime.embeddings, min(2000, n))
+    chats = chats_for(n)
+    load_s = populate(runtime, n, texts, vectors, chats=chats)
+    search_ms, held_mb = searches(runtime, chats, search_n)
+    reply_ms = replies(runtime, reply_n)
+    loaded = disk_bytes(data)
+    compacted = runtime.compact()
+    row = {
+        "events": n, "chats": chats, "load_s": load_s, "events_per_s": n / load_s,
+        "search_ms": search_ms, "reply_ms": reply_ms, "held_mb": held_mb, "rss_mb": rss_mb(),
+        "disk_bytes": loaded, "disk_compacted_bytes": disk_bytes(data), "compacted": compacted,
+    }  # fmt: skip
+    runtime.background.stop() if runtime.background else None
+    return row
+
+
+# --- the worker's throughput ---------------------------------------------------------------
+
+
+def jobs(count: int) -> list[dict[str, Any]]:
+    rng, start = random.Random(11), datetime(2026, 11, 2, 9, tzinfo=timezone(timedelta(hours=8)))
+    return [
+        {"request_id": f"job-{i}", "action_summary": "我记下了",
+         "new_info": f"我下周要去{rng.choice(['北京', '杭州', '成都'])}{rng.choice(TOPICS)}，"
+                     f"顺便见{rng.choice(USERS)}",
+         "user_id": f"u{i % 8}", "user_name": USERS[i % 8], "platform": "qq",
+         "chat_type": "group", "chat_id": str(1001 + i % 20), "persona_id": "default",
+         "timestamp": (start + timedelta(minutes=7 * i)).isoformat(), "new_info_by": "user"}
+        for i in range(count)
+    ]  # fmt: skip
+
+
+@contextmanager
+def chroma_server(path: Path) -> Iterator[int]:
+    port = free_port()
+    log = (path / "chroma.log").open("w")
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "chroma"), "run", "--path", str(path / "chroma"),
+         "--host", "127.0.0.1", "--port", str(port)],
+        stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1):
+                    break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"chroma run did not start: {path / 'chroma.log'}") from None
+                time.sleep(0.3)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+@contextmanager
+def postgres() -> Iterator[tuple[str, str]]:
+    from tests.langhost import databases
+
+    with databases("gm_scale_sql", "gm_scale_ckpt") as urls:
+        yield urls["gm_scale_sql"], urls["gm_scale_ckpt"]
+
+
+def drain(env: dict[str, str], workers: int, count: int) -> dict[str, Any]:
+    """Queue ``count`` jobs, then run ``workers`` worker processes until the queue is empty."""
+    runtime = build_runtime(Settings(_env_file=None, **settings_of(env)))  # type: ignore[call-arg]
+    worker = runtime.memory_worker()
+    for job in jobs(count):
+        worker.submit({**job, "request_id": f"{job['request_id']}-{uuid.uuid4().hex[:6]}"})
+    cmd = [str(Path(sys.executable).parent / "groupmind"), "worker", "--once"]
+    procs = [
+        subprocess.Popen(
+            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT
+        )  # fmt: skip
+        for _ in range(workers)
+    ]
+    statuses: dict[str, int] = {}
+    for proc in procs:  # each prints a line per job it ran
+        out, _ = proc.communicate()
+        for line in out.splitlines():
+            status = json.loads(line).get("status", "?")
+            statuses[status] = statuses.get(status, 0) + 1
+    # when each job was done, from its row: the span excludes the processes' start-up
+    rows = runtime.board.list("done", count + 10)
+    finished = sorted(r.updated_at for r in rows)
+    span = finished[-1] - finished[0] if len(finished) > 1 else float("nan")
+    return {"workers": workers, "jobs": len(finished), "statuses": statuses,
+            "jobs_per_s": (len(finished) - 1) / span if span else float("nan")}  # fmt: skip
+
+
+def settings_of(env: dict[str, str]) -> dict[str, Any]:
+    keys = {"GROUPMIND_DATA_DIR": "data_dir", "GROUPMIND_SQL_URL": "sql_url",
+            "GROUPMIND_CHROMA_HOST": "chroma_host", "GROUPMIND_CHROMA_PORT": "chroma_port",
+            "GROUPMIND_CHECKPOINTER": "checkpointer", "GROUPMIND_CHECKPOINT_URL": "checkpoint_url"}  # fmt: skip
+    return {name: env[key] for key, name in keys.items() if key in env}
+
+
+def throughput(work: Path, counts: tuple[int, ...], per_run: int, backends: list[str]) -> list[Any]:
+    out = []
+    for backend in backends:
+        for workers in counts:
+            run = work / f"workers-{backend}-{workers}"
+            shutil.rmtree(run, ignore_errors=True)
+            run.mkdir(parents=True)
+            with (
+                chroma_server(run) as port,
+                postgres() if backend == "postgresql" else _none() as pg,
+            ):
+                env = {**os.environ, "GROUPMIND_DATA_DIR": str(run / "data"),
+                       "GROUPMIND_CHROMA_HOST": "127.0.0.1", "GROUPMIND_CHROMA_PORT": str(port)}  # fmt: skip
+                if pg:
+                    env |= {"GROUPMIND_SQL_URL": pg[0], "GROUPMIND_CHECKPOINTER": "postgres",
+                            "GROUPMIND_CHECKPOINT_URL": pg[1]}  # fmt: skip
+                result = {"backend": backend, **drain(env, workers, per_run)}
+            console.print(f"  {backend}, {workers} worker(s): {result['jobs_per_s']:.1f} jobs/s")
+            out.append(result)
+    return out
+
+
+@contextmanager
+def _none() -> Iterator[None]:
+    yield None
+
+
+# --- report --------------------------------------------------------------------------------
+
+
+def print_report(report: dict[str, Any]) -> None:
+    table = Table(title=f"groupmind at scale — {report['machine']}")
+    for col in ("events", "chats", "load (events/s)", "search p50 / p95 ms", "reply p50 / p95 ms",
+                "held vectors MB", "RSS MB", "disk / memory KB", "after compact KB"):  # fmt: skip
+        table.add_column(col, justify="right")
+    for r in report["scales"]:
+        table.add_row(
+            f"{r['events']:,}", f"{r['chats']:,}", f"{r['events_per_s']:,.0f}",
+            f"{pct(r['search_ms'], 50):.1f} / {pct(r['search_ms'], 95):.1f}",
+            f"{pct(r['reply_ms'], 50):.1f} / {pct(r['reply_ms'], 95):.1f}",
+            f"{r['held_mb']:.1f}", f"{r['rss_mb']:.0f}", f"{r['disk_bytes'] / r['events'] / 1024:.1f}",
+            f"{r['disk_compacted_bytes'] / r['events'] / 1024:.1f}",
+        )  # fmt: skip
+    console.print(table)
+    if report["workers"]:
+        t = Table(title="memory worker throughput (rule jobs; Chroma server)")
+        for col in ("SQL + checkpoints", "workers", "jobs", "jobs/s", "× one worker"):
+            t.add_column(col, justify="right")
+        one = {r["backend"]: r["jobs_per_s"] for r in report["workers"] if r["workers"] == 1}
+        for r in report["workers"]:
+            base = one.get(r["backend"]) or float("nan")
+            t.add_row(r["backend"], str(r["workers"]), str(r["jobs"]), f"{r['jobs_per_s']:.1f}",
+                      f"{r['jobs_per_s'] / base:.2f}")  # fmt: skip
+        console.print(t)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--scales", type=int, nargs="*", default=list(SCALES))
+    parser.add_argument("--searches", type=int, default=200)
+    parser.add_argument("--replies", type=int, default=100)
+    parser.add_argument("--workers", type=int, nargs="*", default=[1, 2, 4])
+    parser.add_argument("--jobs", type=int, default=240, help="jobs per worker run")
+    parser.add_argument("--backends", nargs="*", default=["sqlite", "postgresql"])
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes (make test)")
+    parser.add_argument("--work-dir", type=Path, default=Path(".groupmind/bench-scale"))
+    parser.add_argument("--out", type=Path, default=Path("bench-results"))
+    args = parser.parse_args()
+    if args.smoke:
+        args.scales, args.searches, args.replies = [300, 1200], 20, 10
+        args.workers, args.jobs, args.backends = [1, 2], 12, ["sqlite"]
+    console.print(f"[bold]groupmind at scale[/bold] on {machine()}")
+    report: dict[str, Any] = {"machine": machine(), "scales": [], "workers": []}
+    for n in args.scales:
+        console.print(f"{n:,} events over {chats_for(n):,} chats ...")
+        report["scales"].append(one_scale(n, args.work_dir, args.searches, args.replies))
+    if args.workers:
+        console.print("worker throughput ...")
+        report["workers"] = throughput(args.work_dir, tuple(args.workers), args.jobs, args.backends)
+    print_report(report)
+    args.out.mkdir(exist_ok=True)
+    out = args.out / f"scale-{datetime.now():%Y%m%d-%H%M%S}.json"
+    out.write_text(json.dumps(report, indent=1))
+    console.print(f"written: {out}")
+
+
+if __name__ == "__main__":
+    main()
