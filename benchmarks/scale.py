@@ -19,6 +19,7 @@ SQLite, then in PostgreSQL (jobs/s from the first job done to the last).
     make bench-scale                                 # 1k, 10k, 100k, 1M; workers 1/2/4
     make bench-scale ARGS="--scales 1000 10000 --jobs 120"
     make bench-scale ARGS="--smoke"                  # what `make test` runs
+    make bench-scale ARGS="--from-report bench-results/scale-X.json --plot docs/bench-scale.svg"
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from benchmarks.servers import free_port
 from graphs.reply import build_reply_graph
 from groupmind.chatting import reply_context, reply_to
 from groupmind.checkpoint import make_checkpointer
+from groupmind.plot import lines_svg, side_by_side
 from groupmind.settings import Settings
 from groupmind.wiring import build_runtime
 from stores.base import EventQuery, Persona
@@ -276,6 +278,30 @@ def print_report(report: dict[str, Any]) -> None:
         console.print(t)
 
 
+def plot(report: dict[str, Any]) -> str:
+    """The curves 1k -> 1M: reply and search p95, RSS, disk per memory; worker jobs/s."""
+    rows = report["scales"]
+
+    def curve(key: str, q: float = 95) -> list[tuple[float, float]]:
+        return [(r["events"], pct(r[key], q)) for r in rows]
+
+    def per(key: str, scale: float = 1.0) -> list[tuple[float, float]]:
+        return [(r["events"], r[key] * scale) for r in rows]
+
+    charts = [
+        lines_svg({"reply p95": curve("reply_ms"), "reply p50": curve("reply_ms", 50)},
+                  "reply (rules, memory elsewhere)", "ms", target=60),
+        lines_svg({"search p95": curve("search_ms"), "search p50": curve("search_ms", 50)},
+                  "search in a held chat", "ms"),
+        lines_svg({"RSS": per("rss_mb"), "held vectors": per("held_mb")}, "one process", "MB",
+                  target=1024),
+        lines_svg({"as loaded": [(r["events"], r["disk_bytes"] / r["events"] / 1024) for r in rows],
+                   "after compact": [(r["events"], r["disk_compacted_bytes"] / r["events"] / 1024)
+                                     for r in rows]}, "disk per memory", "KB", target=8),
+    ]  # fmt: skip
+    return side_by_side(charts)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -289,7 +315,15 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (make test)")
     parser.add_argument("--work-dir", type=Path, default=Path(".groupmind/bench-scale"))
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
+    parser.add_argument("--plot", type=Path, help="also write the curves here (SVG)")
+    parser.add_argument("--from-report", type=Path, help="print and plot a report, run nothing")
     args = parser.parse_args()
+    if args.from_report:
+        report = json.loads(args.from_report.read_text())
+        print_report(report)
+        if args.plot:
+            args.plot.write_text(plot(report))
+        return
     if args.smoke:
         args.scales, args.searches, args.replies = [300, 1200], 20, 10
         args.workers, args.jobs, args.backends = [1, 2], 12, ["sqlite"]
@@ -305,7 +339,9 @@ def main() -> None:
     args.out.mkdir(exist_ok=True)
     out = args.out / f"scale-{datetime.now():%Y%m%d-%H%M%S}.json"
     out.write_text(json.dumps(report, indent=1))
-    console.print(f"written: {out}")
+    svg = args.plot or out.with_suffix(".svg")
+    svg.write_text(plot(report))
+    console.print(f"written: {out}, {svg}")
 
 
 if __name__ == "__main__":

@@ -107,4 +107,6 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
     for run in workers.values():  # every queued job ran, once, whichever process took it
         assert run["jobs"] == 12 and sum(run["statuses"].values()) == 12, run
         assert run["jobs_per_s"] > 0
-    assert "memory worker throughput" in out and "disk / memory" in out
+    assert "jobs/s" in out and "1,200" in out  # both tables printed (rich wraps headers)
+    (svg,) = (tmp_path / "out").glob("scale-*.svg")  # the curves, one per measure
+    assert svg.read_text().count("<polyline") == 8
