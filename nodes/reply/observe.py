@@ -146,7 +146,7 @@ def observe(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
     chat_state: Literal["ABSENT", "CHAT", "FOCUSED"] = state.get("chat_state", "ABSENT")
     if not from_self and (addressed or reply_to_bot or chat_state != "ABSENT"):
         # retrieve will search: its query's embedding runs (off the GIL) while we store
-        deps.events.prefetch(memory_query(msg, persona_id, ctx, deps))
+        deps.events.prefetch(memory_query(msg, persona_id, ctx, deps, bot_names))
     stored = store.add(stored_message(msg, mentions, from_bot=from_self))
     seen.add(msg.message_id, stored.seq)
     question = bool(_QUESTION.search(msg.content.strip()))
@@ -187,9 +187,16 @@ def observe(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
     }
 
 
-def memory_query(msg: ChatMessage, persona_id: str, ctx: Context, deps: ReplyDeps) -> EventQuery:
-    """What retrieve searches for this message: strictly this chat and persona."""
-    addressing = {*deps.persona_names(persona_id), deps.bot_id}
+def memory_query(
+    msg: ChatMessage,
+    persona_id: str,
+    ctx: Context,
+    deps: ReplyDeps,
+    names: Collection[str] | None = None,
+) -> EventQuery:
+    """What retrieve searches for this message: strictly this chat and persona. ``names``:
+    the bot's (its id, the persona's names), when the caller has them already."""
+    addressing = {*(names or [deps.bot_id, *deps.persona_names(persona_id)])}
     return EventQuery.asked(
         without_addressing(msg.content, addressing) or msg.content,  # "@小爱" is no topic
         msg.when,  # "上周" is a span in the message's own zone; memories fade relative to it
