@@ -96,9 +96,7 @@ def searches(runtime: Any, chats: int, count: int) -> tuple[list[float], float]:
         t0 = time.perf_counter()
         events.search(query)
         ms.append((time.perf_counter() - t0) * 1000)
-    with events.held._lock:
-        held = sum(h.matrix.nbytes for h in events.held._held.values())
-    return ms, held / 2**20
+    return ms, events.held.held_bytes() / 2**20
 
 
 def replies(runtime: Any, count: int) -> list[float]:

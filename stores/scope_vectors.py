@@ -82,6 +82,11 @@ class ScopeVectors:
         with self._lock:
             return {i for held in self._held.values() for i in held.ids}
 
+    def held_bytes(self) -> int:
+        """What the held vectors take in memory."""
+        with self._lock:
+            return sum(held.matrix.nbytes for held in self._held.values())
+
     def discard(self, ids: set[str]) -> None:
         """Drop every held scope with one of these (erased) events: reloaded when next
         searched, from what SQL still lists."""
