@@ -14,7 +14,9 @@ chats (at most 10,000). Then, in this one process:
 
 Then the memory worker's throughput: the same rule jobs queued once, drained by 1, 2 and 4
 ``groupmind worker --once`` processes over a Chroma server, with SQL and checkpoints in
-SQLite, then in PostgreSQL (jobs/s from the first job done to the last).
+SQLite, then in PostgreSQL (jobs/s from the first job done to the last). And the OneBot
+bridge's messages/s end to end, as a `groupmind onebot` process answers a burst from a
+protocol stand-in, and until its own worker has remembered them (benchmarks/bridge_rate.py).
 
     make bench-scale                                 # 1k, 10k, 100k, 1M; workers 1/2/4
     make bench-scale ARGS="--scales 1000 10000 --jobs 120"
@@ -43,6 +45,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.bridge_rate import bridge_rate
 from benchmarks.common import machine, pct
 from benchmarks.latency import USERS, pool, populate
 from benchmarks.servers import free_port
@@ -274,6 +277,14 @@ def print_report(report: dict[str, Any]) -> None:
             t.add_row(r["backend"], str(r["workers"]), str(r["jobs"]), f"{r['jobs_per_s']:.1f}",
                       f"{r['jobs_per_s'] / base:.2f}")  # fmt: skip
         console.print(t)
+    if b := report.get("bridge"):
+        t = Table(title="OneBot bridge, end to end (graphs and memory worker in its process)")
+        for col in ("messages", "chats", "replies", "answered msgs/s", "remembered msgs/s",
+                    "bridge RSS MB"):  # fmt: skip
+            t.add_column(col, justify="right")
+        t.add_row(str(b["messages"]), str(b["chats"]), str(b["replies"]),
+                  f"{b['messages_per_s']:.1f}", f"{b['remembered_per_s']:.1f}", f"{b['rss_mb']:.0f}")  # fmt: skip
+        console.print(t)
 
 
 def plot(report: dict[str, Any]) -> str:
@@ -310,6 +321,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="*", default=[1, 2, 4])
     parser.add_argument("--jobs", type=int, default=240, help="jobs per worker run")
     parser.add_argument("--backends", nargs="*", default=["sqlite", "postgresql"])
+    parser.add_argument("--bridge-messages", type=int, default=600, help="0: no bridge run")
+    parser.add_argument("--bridge-chats", type=int, default=20)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (make test)")
     parser.add_argument("--work-dir", type=Path, default=Path(".groupmind/bench-scale"))
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
@@ -325,14 +338,18 @@ def main() -> None:
     if args.smoke:
         args.scales, args.searches, args.replies = [300, 1200], 20, 10
         args.workers, args.jobs, args.backends = [1, 2], 12, ["sqlite"]
+        args.bridge_messages, args.bridge_chats = 40, 4
     console.print(f"[bold]groupmind at scale[/bold] on {machine()}")
-    report: dict[str, Any] = {"machine": machine(), "scales": [], "workers": []}
+    report: dict[str, Any] = {"machine": machine(), "scales": [], "workers": [], "bridge": None}
     for n in args.scales:
         console.print(f"{n:,} events over {chats_for(n):,} chats ...")
         report["scales"].append(one_scale(n, args.work_dir, args.searches, args.replies))
     if args.workers:
         console.print("worker throughput ...")
         report["workers"] = throughput(args.work_dir, tuple(args.workers), args.jobs, args.backends)
+    if args.bridge_messages:
+        console.print("the bridge, end to end ...")
+        report["bridge"] = bridge_rate(args.work_dir, args.bridge_messages, args.bridge_chats)
     print_report(report)
     args.out.mkdir(exist_ok=True)
     out = args.out / f"scale-{datetime.now():%Y%m%d-%H%M%S}.json"

@@ -107,6 +107,9 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
     for run in workers.values():  # every queued job ran, once, whichever process took it
         assert run["jobs"] == 12 and sum(run["statuses"].values()) == 12, run
         assert run["jobs_per_s"] > 0
-    assert "jobs/s" in out and "1,200" in out  # both tables printed (rich wraps headers)
+    bridge = found["bridge"]  # every chat's last message answered, every message remembered
+    assert bridge["messages"] == 40 and bridge["replies"] >= 4 and bridge["jobs_waiting"] == 0
+    assert 0 < bridge["remembered_per_s"] <= bridge["messages_per_s"]
+    assert "jobs/s" in out and "1,200" in out and "OneBot bridge" in out  # the tables printed
     (svg,) = (tmp_path / "out").glob("scale-*.svg")  # the curves, one per measure
     assert svg.read_text().count("<polyline") == 8
