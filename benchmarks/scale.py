@@ -102,13 +102,13 @@ def searches(runtime: Any, chats: int, count: int) -> tuple[list[float], float]:
     return ms, events.held.held_bytes() / 2**20
 
 
-def replies(runtime: Any, count: int) -> list[float]:
+def replies(runtime: Any, count: int, prefix: str = "r") -> list[float]:
     deps = runtime.deps
     graph = build_reply_graph(deps, checkpointer=make_checkpointer(runtime.settings))
     context, rng, ms = reply_context(deps), random.Random(3), []
     for i in range(-10, count):  # ten unmeasured first
         chat = str(1001 + i % 5)
-        msg = {"message_id": f"r{i}", "platform": "qq", "chat_type": "group", "chat_id": chat,
+        msg = {"message_id": f"{prefix}{i}", "platform": "qq", "chat_type": "group", "chat_id": chat,
                "user_id": f"u{i % 8}", "user_name": USERS[i % 8], "mentions": ["bot"],
                "content": f"@小爱 {rng.choice(USERS)}最近是不是在忙{rng.choice(TOPICS)}？",
                "timestamp": 1_795_000_000 + 30 * i}  # fmt: skip
@@ -129,15 +129,35 @@ def one_scale(n: int, work: Path, search_n: int, reply_n: int) -> dict[str, Any]
     load_s = populate(runtime, n, texts, vectors, chats=chats)
     search_ms, held_mb = searches(runtime, chats, search_n)
     reply_ms = replies(runtime, reply_n)
+    loaded_rss = rss_mb()
     loaded = disk_bytes(data)
     compacted = runtime.compact()
+    runtime.background.stop() if runtime.background else None
     row = {
         "events": n, "chats": chats, "load_s": load_s, "events_per_s": n / load_s,
-        "search_ms": search_ms, "reply_ms": reply_ms, "held_mb": held_mb, "rss_mb": rss_mb(),
+        "search_ms": search_ms, "reply_ms": reply_ms, "held_mb": held_mb, "rss_mb": loaded_rss,
         "disk_bytes": loaded, "disk_compacted_bytes": disk_bytes(data), "compacted": compacted,
+        "bot": bot_process(data, reply_n),
     }  # fmt: skip
-    runtime.background.stop() if runtime.background else None
     return row
+
+
+def bot_process(data: Path, reply_n: int) -> dict[str, Any]:
+    """A bot process started afresh on the data dir (as after a restart): its replies in
+    five chats, and its RSS then. The loading process's RSS also holds what loading took."""
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.scale", "--bot-process", str(data),
+         "--replies", str(reply_n)],
+        cwd=ROOT, capture_output=True, text=True, check=True, timeout=1800,
+    )  # fmt: skip
+    return dict(json.loads(done.stdout.splitlines()[-1]))
+
+
+def as_bot(data: Path, reply_n: int) -> None:
+    runtime = build_runtime(Settings(data_dir=data))
+    ms = replies(runtime, reply_n, prefix="bot")
+    print(json.dumps({"reply_ms": ms, "rss_mb": rss_mb()}))
+    runtime.background.stop() if runtime.background else None
 
 
 # --- the worker's throughput ---------------------------------------------------------------
@@ -256,14 +276,16 @@ def _none() -> Iterator[None]:
 def print_report(report: dict[str, Any]) -> None:
     table = Table(title=f"groupmind at scale — {report['machine']}")
     for col in ("events", "chats", "load (events/s)", "search p50 / p95 ms", "reply p50 / p95 ms",
-                "held vectors MB", "RSS MB", "disk / memory KB", "after compact KB"):  # fmt: skip
+                "held vectors MB", "RSS MB", "bot process: reply p50 / p95 ms, RSS MB",
+                "disk / memory KB", "after compact KB"):  # fmt: skip
         table.add_column(col, justify="right")
     for r in report["scales"]:
         table.add_row(
             f"{r['events']:,}", f"{r['chats']:,}", f"{r['events_per_s']:,.0f}",
             f"{pct(r['search_ms'], 50):.1f} / {pct(r['search_ms'], 95):.1f}",
             f"{pct(r['reply_ms'], 50):.1f} / {pct(r['reply_ms'], 95):.1f}",
-            f"{r['held_mb']:.1f}", f"{r['rss_mb']:.0f}", f"{r['disk_bytes'] / r['events'] / 1024:.1f}",
+            f"{r['held_mb']:.1f}", f"{r['rss_mb']:.0f}", bot_cell(r.get("bot")),
+            f"{r['disk_bytes'] / r['events'] / 1024:.1f}",
             f"{r['disk_compacted_bytes'] / r['events'] / 1024:.1f}",
         )  # fmt: skip
     console.print(table)
@@ -287,6 +309,13 @@ def print_report(report: dict[str, Any]) -> None:
         console.print(t)
 
 
+def bot_cell(bot: dict[str, Any] | None) -> str:
+    if not bot:
+        return "-"
+    ms = bot["reply_ms"]
+    return f"{pct(ms, 50):.1f} / {pct(ms, 95):.1f}, {bot['rss_mb']:.0f}"
+
+
 def plot(report: dict[str, Any]) -> str:
     """The curves 1k -> 1M: reply and search p95, RSS, disk per memory; worker jobs/s."""
     rows = report["scales"]
@@ -297,12 +326,14 @@ def plot(report: dict[str, Any]) -> str:
     def per(key: str, scale: float = 1.0) -> list[tuple[float, float]]:
         return [(r["events"], r[key] * scale) for r in rows]
 
+    bots = [(r["events"], r["bot"]["rss_mb"]) for r in rows if r.get("bot")]
     charts = [
         lines_svg({"reply p95": curve("reply_ms"), "reply p50": curve("reply_ms", 50)},
                   "reply (rules, memory elsewhere)", "ms", target=60),
         lines_svg({"search p95": curve("search_ms"), "search p50": curve("search_ms", 50)},
                   "search in a held chat", "ms"),
-        lines_svg({"RSS": per("rss_mb"), "held vectors": per("held_mb")}, "one process", "MB",
+        lines_svg({"loading process": per("rss_mb"), "bot process": bots, "held vectors": per("held_mb")},
+                  "RSS", "MB",
                   target=1024),
         lines_svg({"as loaded": [(r["events"], r["disk_bytes"] / r["events"] / 1024) for r in rows],
                    "after compact": [(r["events"], r["disk_compacted_bytes"] / r["events"] / 1024)
@@ -328,7 +359,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
     parser.add_argument("--plot", type=Path, help="also write the curves here (SVG)")
     parser.add_argument("--from-report", type=Path, help="print and plot a report, run nothing")
+    parser.add_argument("--bot-process", type=Path, help=argparse.SUPPRESS)  # bot_process's
     args = parser.parse_args()
+    if args.bot_process:
+        as_bot(args.bot_process, args.replies)
+        return
     if args.from_report:
         report = json.loads(args.from_report.read_text())
         print_report(report)

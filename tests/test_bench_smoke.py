@@ -102,6 +102,8 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
         # compaction pruned the reply threads' history and the files shrank
         assert row["compacted"]["history"].endswith("pruned to their latest checkpoint")
         assert 0 < row["disk_compacted_bytes"] < row["disk_bytes"]
+        bot = row["bot"]  # a bot process started afresh on the data dir answered, and weighs
+        assert len(bot["reply_ms"]) == 10 and 0 < bot["rss_mb"]
     workers = {(r["backend"], r["workers"]): r for r in found["workers"]}
     assert set(workers) == {("sqlite", 1), ("sqlite", 2)}
     for run in workers.values():  # every queued job ran, once, whichever process took it
@@ -112,4 +114,4 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
     assert 0 < bridge["remembered_per_s"] <= bridge["messages_per_s"]
     assert "jobs/s" in out and "1,200" in out and "OneBot bridge" in out  # the tables printed
     (svg,) = (tmp_path / "out").glob("scale-*.svg")  # the curves, one per measure
-    assert svg.read_text().count("<polyline") == 8
+    assert svg.read_text().count("<polyline") == 9
