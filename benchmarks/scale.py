@@ -21,6 +21,7 @@ protocol stand-in, and until its own worker has remembered them (benchmarks/brid
     make bench-scale                                 # 1k, 10k, 100k, 1M; workers 1/2/4
     make bench-scale ARGS="--scales 1000 10000 --jobs 120"
     make bench-scale ARGS="--smoke"                  # what `make test` runs
+    make bench-scale ARGS="--scales --workers --bridge-messages 0"   # int8 recall alone
     make bench-scale ARGS="--from-report bench-results/scale-X.json --plot docs/bench-scale.svg"
 """
 
@@ -48,11 +49,13 @@ from rich.table import Table
 from benchmarks.bridge_rate import bridge_rate
 from benchmarks.common import machine, pct
 from benchmarks.latency import USERS, pool, populate
+from benchmarks.packed_recall import recall
 from benchmarks.servers import free_port
 from graphs.reply import build_reply_graph
 from groupmind.chatting import reply_context, reply_to
 from groupmind.checkpoint import make_checkpointer
 from groupmind.plot import lines_svg, side_by_side
+from groupmind.providers import make_embeddings
 from groupmind.settings import Settings
 from groupmind.wiring import build_runtime
 from stores.base import EventQuery, Persona
@@ -299,6 +302,14 @@ def print_report(report: dict[str, Any]) -> None:
             t.add_row(r["backend"], str(r["workers"]), str(r["jobs"]), f"{r['jobs_per_s']:.1f}",
                       f"{r['jobs_per_s'] / base:.2f}")  # fmt: skip
         console.print(t)
+    if p := report.get("packed"):
+        console.print(
+            f"held vectors as int8 ({p['bytes_per_vector']['int8']} bytes, float32 "
+            f"{p['bytes_per_vector']['float32']}), {p['questions']} LoCoMo questions over "
+            f"{p['passages']} turns: overlap@10 {p['overlap_at_10']:.3f}, same top 1 "
+            f"{p['same_top1']:.3f}, evidence recall@10 {p['evidence_recall_at_10']['int8']:.3f} "
+            f"(float32 {p['evidence_recall_at_10']['float32']:.3f})"
+        )
     if b := report.get("bridge"):
         t = Table(title="OneBot bridge, end to end (graphs and memory worker in its process)")
         for col in ("messages", "chats", "replies", "answered msgs/s", "remembered msgs/s",
@@ -354,6 +365,8 @@ def main() -> None:
     parser.add_argument("--backends", nargs="*", default=["sqlite", "postgresql"])
     parser.add_argument("--bridge-messages", type=int, default=600, help="0: no bridge run")
     parser.add_argument("--bridge-chats", type=int, default=20)
+    parser.add_argument("--packed-recall", type=int, default=10,
+                        help="LoCoMo conversations for int8 against float32 rankings; 0: none")  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="tiny sizes (make test)")
     parser.add_argument("--work-dir", type=Path, default=Path(".groupmind/bench-scale"))
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
@@ -373,15 +386,19 @@ def main() -> None:
     if args.smoke:
         args.scales, args.searches, args.replies = [300, 1200], 20, 10
         args.workers, args.jobs, args.backends = [1, 2], 12, ["sqlite"]
-        args.bridge_messages, args.bridge_chats = 40, 4
+        args.bridge_messages, args.bridge_chats, args.packed_recall = 40, 4, 1
     console.print(f"[bold]groupmind at scale[/bold] on {machine()}")
-    report: dict[str, Any] = {"machine": machine(), "scales": [], "workers": [], "bridge": None}
+    report: dict[str, Any] = {"machine": machine(), "scales": [], "workers": [], "bridge": None,
+                              "packed": None}  # fmt: skip
     for n in args.scales:
         console.print(f"{n:,} events over {chats_for(n):,} chats ...")
         report["scales"].append(one_scale(n, args.work_dir, args.searches, args.replies))
     if args.workers:
         console.print("worker throughput ...")
         report["workers"] = throughput(args.work_dir, tuple(args.workers), args.jobs, args.backends)
+    if args.packed_recall:
+        console.print("held vectors as int8 against float32 (LoCoMo) ...")
+        report["packed"] = recall(make_embeddings(Settings()), args.packed_recall)
     if args.bridge_messages:
         console.print("the bridge, end to end ...")
         report["bridge"] = bridge_rate(args.work_dir, args.bridge_messages, args.bridge_chats)

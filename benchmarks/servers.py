@@ -69,8 +69,10 @@ def langgraph_dev(tmp: Path) -> Iterator[str]:
 
 
 @contextmanager
-def langhost(tmp: Path) -> Iterator[str]:
-    """One langhost process on fresh databases of the local PostgreSQL and Redis db 12."""
+def langhost(tmp: Path, memory_worker: bool = False) -> Iterator[str]:
+    """One langhost process on fresh databases of the local PostgreSQL and Redis db 12,
+    set as deploy/env.example sets it: memory jobs are queued for `groupmind worker`
+    processes (not run here), unless ``memory_worker``: then the server runs them too."""
     suffix = uuid.uuid4().hex[:8]
     admin = create_engine(PG_ADMIN.replace("postgresql://", "postgresql+psycopg://"),
                           isolation_level="AUTOCOMMIT")  # fmt: skip
@@ -80,7 +82,8 @@ def langhost(tmp: Path) -> Iterator[str]:
             conn.execute(text(f"CREATE DATABASE bench_{name}_{suffix}"))
     env = {**base_env(tmp / "pg"), "DATABASE_URI": f"{base}/bench_lh_{suffix}",
            "REDIS_URI": "redis://127.0.0.1:6379/12",
-           "GROUPMIND_SQL_URL": f"{base}/bench_gm_{suffix}"}  # fmt: skip
+           "GROUPMIND_SQL_URL": f"{base}/bench_gm_{suffix}", "N_JOBS_PER_WORKER": "4",
+           "GROUPMIND_SERVER_MEMORY_WORKER": str(memory_worker).lower()}  # fmt: skip
     port = free_port()
     cmd = [str(LANGHOST), "serve", "--port", str(port), "--no-browser", "-c",
            str(ROOT / "deploy" / "langgraph.json")]  # fmt: skip
@@ -119,9 +122,12 @@ def server_arms(n: int) -> dict[str, Any]:
         tmp = Path(tmp_name)
         with langgraph_dev(tmp) as url:
             results["langgraph dev (in-memory runtime)"] = round_trips(url, n)
-        if LANGHOST.exists():
-            with langhost(tmp) as url:
-                results["langhost (PostgreSQL + Redis runtime)"] = round_trips(url, n)
-        else:
-            results["langhost (PostgreSQL + Redis runtime)"] = "skipped: make deploy-venv"
+        arms = {"langhost (PostgreSQL + Redis runtime; memory jobs queued)": False,
+                "langhost, memory jobs run in the server too": True}  # fmt: skip
+        for name, memory_worker in arms.items():
+            if not LANGHOST.exists():
+                results[name] = "skipped: make deploy-venv"
+                continue
+            with langhost(tmp, memory_worker) as url:
+                results[name] = round_trips(url, n)
     return results

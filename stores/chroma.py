@@ -194,6 +194,9 @@ class ChromaEventStore:
     def embed_query(self, text: str) -> list[float]:
         return self.embeddings.embed_query(text)
 
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return self.embeddings.embed_documents(texts)
+
     def search(
         self,
         query: EventQuery,

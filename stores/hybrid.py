@@ -7,8 +7,9 @@ or 我 lifts that person's memories and leaves both queries) and its time (``sto
 where, once names leave the query, the dense side is the stronger one (README, "Memory").
 
 The dense side searches the scope's vectors in memory (``ScopeVectors``, exact) once they
-are loaded; until then, and for searches with a user or time filter, Chroma answers,
-narrowed to the scope's ids from SQL (its metadata filter costs ~60 ms at 200k events).
+are loaded (from SQL, int8: ``stores.packed``); until then, and for searches with a user
+or time filter, Chroma answers, narrowed to the scope's ids from SQL (its metadata filter
+costs ~60 ms at 200k events).
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ class DenseSide(EventStore, Protocol):
 
     def embed_query(self, text: str) -> list[float]: ...
 
+    def embed_documents(self, texts: list[str]) -> list[list[float]]: ...
+
     def vectors(self, ids: list[str]) -> dict[str, np.ndarray]: ...
 
     def rewrite_metadata(self, events: Sequence[EventRecord]) -> None: ...
@@ -58,7 +61,11 @@ class DenseSide(EventStore, Protocol):
 
 
 class KeywordSide(EventStore, Protocol):
-    def upsert_many(self, events: Sequence[EventRecord]) -> None: ...
+    def upsert_many(
+        self, events: Sequence[EventRecord], vectors: Sequence[Sequence[float]] | None = None
+    ) -> None: ...
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]: ...
 
     def scope_members(self, query: EventQuery, limit: int) -> ScopeMembers | None: ...
 
@@ -159,17 +166,28 @@ class HybridEventStore:
         self._embedded = QueryVectors(self._pool, self.vector.embed_query)
 
     def upsert(self, event: EventRecord) -> None:
-        # Vector first: the dense side follows the ids SQL knows, and fetches their vectors
-        # from Chroma, so SQL must never run ahead of Chroma. Both writes are idempotent;
-        # if the second fails, the job is retried and the sides converge.
-        self.vector.upsert(event)
-        self.lexical.upsert(event)
+        self.upsert_many([event])
 
     def upsert_many(
         self, events: Sequence[EventRecord], vectors: Sequence[Sequence[float]] | None = None
     ) -> None:
+        """Embedded once, stored on both sides: SQL keeps each vector packed, so a chat's
+        vectors are held without opening Chroma's index. Vector first: the dense side
+        follows the ids SQL knows, so SQL must never run ahead of Chroma. Both writes are
+        idempotent; if the second fails, the job is retried and the sides converge."""
+        if vectors is None:
+            vectors = self.vector.embed_documents([e.text for e in events])
         self.vector.upsert_many(events, vectors)
-        self.lexical.upsert_many(events)
+        self.lexical.upsert_many(events, vectors)
+
+    def vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
+        """These events' vectors: from SQL, or from Chroma for events stored before SQL
+        kept them."""
+        found = self.lexical.vectors(ids)
+        missing = [i for i in ids if i not in found]
+        if missing:
+            found.update(self.vector.vectors(missing))
+        return found
 
     def prefetch(self, query: EventQuery) -> None:
         """Start embedding the query (C, no GIL) now: the search that follows finds it
@@ -284,7 +302,7 @@ class HybridEventStore:
             return []
         if members is not None and query.plain:
             key = (self.bot, query.scope, query.persona_id)
-            held = self.held.search(key, members, vector, query.top_k, self.vector.vectors)
+            held = self.held.search(key, members, vector, query.top_k, self.vectors)
             if held is not None:
                 return [event_id for event_id, _ in held]
         within = members.ids if members is not None else None

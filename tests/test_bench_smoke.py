@@ -109,6 +109,9 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
     for run in workers.values():  # every queued job ran, once, whichever process took it
         assert run["jobs"] == 12 and sum(run["statuses"].values()) == 12, run
         assert run["jobs_per_s"] > 0
+    packed = found["packed"]  # int8 against float32 on one LoCoMo conversation
+    assert packed["conversations"] == 1 and packed["questions"] > 50
+    assert 0.5 < packed["overlap_at_10"] <= 1 and packed["bytes_per_vector"]["int8"] == 388
     bridge = found["bridge"]  # every chat's last message answered, every message remembered
     assert bridge["messages"] == 40 and bridge["replies"] >= 4 and bridge["jobs_waiting"] == 0
     assert 0 < bridge["remembered_per_s"] <= bridge["messages_per_s"]

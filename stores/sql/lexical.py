@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 
 from domain.scope import ChatScope, ForgetTarget
 from stores.base import EventHit, EventQuery, EventRecord, Said, ScopeMembers
+from stores.packed import pack, unpack
 from stores.people import People, people_of
 from stores.sql.covered import chunks, covered, mine, tenant
 from stores.sql.schema import EventDocRow, EventStrengthRow, EventTermRow
@@ -50,11 +51,17 @@ class SqlLexicalIndex:
     def upsert(self, event: EventRecord) -> None:
         self.upsert_many([event])
 
-    def upsert_many(self, events: Sequence[EventRecord]) -> None:
-        """Replace these events' rows and postings in one transaction."""
+    def upsert_many(
+        self, events: Sequence[EventRecord], vectors: Sequence[Sequence[float]] | None = None
+    ) -> None:
+        """Replace these events' rows and postings in one transaction; without ``vectors``
+        (their text is unchanged), each keeps the vector it had."""
         if not events:
             return
         ids = [e.id for e in events]
+        packed: dict[str, bytes | None] | None = None
+        if vectors is not None:
+            packed = dict(zip(ids, map(pack, vectors), strict=True))
         docs, postings = [], []
         now = time.time()
         for event in events:
@@ -101,10 +108,18 @@ class SqlLexicalIndex:
                     mine(EventTermRow, self.bot), EventTermRow.event_id.in_(ids)
                 )
             )
+            if packed is None:
+                rows = conn.execute(
+                    select(EventDocRow.id, EventDocRow.vector).where(
+                        mine(EventDocRow, self.bot), EventDocRow.id.in_(ids)
+                    )
+                )
+                packed = {event_id: blob for event_id, blob in rows}
             conn.execute(
                 delete(EventDocRow).where(mine(EventDocRow, self.bot), EventDocRow.id.in_(ids))
             )
-            conn.execute(insert(EventDocRow), docs)
+            rows_in = [{**d, "vector": packed.get(i)} for d, i in zip(docs, ids, strict=True)]
+            conn.execute(insert(EventDocRow), rows_in)
             if postings:
                 conn.execute(insert(EventTermRow), postings)
 
@@ -205,6 +220,21 @@ class SqlLexicalIndex:
             while len(self._people) > SCOPE_CACHE_MAX:
                 self._people.pop(next(iter(self._people)))
         return index
+
+    def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The stored vectors of these events (those written with one)."""
+        out: dict[str, np.ndarray] = {}
+        with self.engine.connect() as conn:
+            for part in chunks(list(ids)):
+                rows = conn.execute(
+                    select(EventDocRow.id, EventDocRow.vector).where(
+                        mine(EventDocRow, self.bot),
+                        EventDocRow.id.in_(part),
+                        EventDocRow.vector.is_not(None),
+                    )
+                )
+                out.update((event_id, unpack(blob)) for event_id, blob in rows if blob)
+        return out
 
     def get(self, ids: Sequence[str]) -> list[EventRecord]:
         if not ids:

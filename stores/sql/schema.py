@@ -11,6 +11,7 @@ from sqlalchemy import (
     ForeignKeyConstraint,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     UniqueConstraint,
@@ -197,6 +198,8 @@ class EventDocRow(Tenant, Base):
     importance: Mapped[float] = mapped_column(Float, default=0.5, server_default="0.5")
     length: Mapped[int] = mapped_column(Integer)
     indexed_at: Mapped[float] = mapped_column(Float, server_default="0")
+    # The event's vector, packed (stores/packed.py); read only when a chat's vectors are held.
+    vector: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True, deferred=True)
 
 
 class EventStrengthRow(Tenant, Base):

