@@ -158,7 +158,7 @@ def bot_process(data: Path, reply_n: int) -> dict[str, Any]:
 
 def as_bot(data: Path, reply_n: int) -> None:
     runtime = build_runtime(Settings(data_dir=data))
-    ms = replies(runtime, reply_n, prefix="bot")
+    ms = replies(runtime, reply_n, prefix=f"bot{uuid.uuid4().hex[:6]}-")  # new messages
     print(json.dumps({"reply_ms": ms, "rss_mb": rss_mb()}))
     runtime.background.stop() if runtime.background else None
 

@@ -216,13 +216,12 @@ def test_vectors_are_embedded_once_kept_by_sql_and_held_from_it(
     # a metadata rewrite (same text, no vectors given) keeps the stored vector
     store.lexical.upsert_many([replace(event("e0", texts[0]), chat_name="改名")])
     assert np.array_equal(store.lexical.vectors(["e0"])["e0"], kept["e0"])
-    # held from SQL: Chroma is not asked for vectors SQL has
+    # held from SQL during the first search: Chroma is asked neither for vectors SQL has
+    # nor to search (which would open its whole index)
     store.vector.vectors = lambda ids: pytest.fail(f"asked Chroma for {ids}")  # type: ignore[method-assign]
-    store.search(q("谁养了猫"))
-    deadline = time.monotonic() + 10
-    while not store.held.holds(G1) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert store.held.holds(G1) and store.search(q("谁养了猫"))[0].event.id == "e0"
+    store.vector.search = lambda *a, **k: pytest.fail("asked Chroma to search")  # type: ignore[method-assign]
+    assert store.search(q("谁养了猫"))[0].event.id == "e0"
+    assert store.held.holds(G1)
 
 
 def test_held_vectors_follow_a_forget_here_at_once_and_elsewhere_on_the_next_search(
