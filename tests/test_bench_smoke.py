@@ -92,6 +92,7 @@ def test_bench_model_smoke(llama_server: str) -> None:
 
 
 def test_bench_scale_smoke(tmp_path: Path) -> None:
+    needs(SHARED_DATA / "locomo" / "locomo10.json")  # int8 against float32 rankings
     out = bench("scale", "--smoke", "--work-dir", str(tmp_path / "w"),
                 "--out", str(tmp_path / "out"))  # fmt: skip
     found = report(tmp_path / "out", "scale-*.json")
