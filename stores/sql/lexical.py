@@ -179,10 +179,12 @@ class SqlLexicalIndex:
                 return cached if count <= limit else None
             if count > limit:
                 return None
-            rows = conn.execute(
-                select(EventDocRow.id, EventDocRow.indexed_at).where(*filters).limit(limit + 1)
-            ).all()
-        members = ScopeMembers(version, [r[0] for r in rows], [float(r[1]) for r in rows])
+            members = _grown(conn, filters, cached, version) if cached is not None else None
+            if members is None:
+                rows = conn.execute(
+                    select(EventDocRow.id, EventDocRow.indexed_at).where(*filters).limit(limit + 1)
+                ).all()
+                members = ScopeMembers(version, [r[0] for r in rows], [float(r[1]) for r in rows])
         if len(members.ids) > limit:
             return None
         if query.plain:
@@ -368,6 +370,24 @@ def _filters(query: EventQuery, bot: str) -> list[Any]:
     if query.time_to is not None:
         filters.append(EventDocRow.timestamp <= query.time_to)
     return filters
+
+
+def _grown(
+    conn: Any, filters: list[Any], cached: ScopeMembers, version: tuple[int, float]
+) -> ScopeMembers | None:
+    """The cached list with what was written since (a busy chat's list is read once, then
+    its new and rewritten events only); None when events also went, so it is read whole."""
+    since = cached.version[1]
+    rows = conn.execute(
+        select(EventDocRow.id, EventDocRow.indexed_at).where(
+            *filters, EventDocRow.indexed_at >= since
+        )
+    ).all()
+    written = dict(zip(cached.ids, cached.written, strict=True))
+    written.update((event_id, float(at)) for event_id, at in rows)
+    if len(written) != version[0]:
+        return None
+    return ScopeMembers(version, list(written), list(written.values()))
 
 
 def _record(row: EventDocRow) -> EventRecord:

