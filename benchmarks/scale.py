@@ -10,13 +10,15 @@ chats (at most 10,000). Then, in this one process:
   held vectors take;
 - reply p50/p95 through the reply graph (rules, memory worker elsewhere; 100 addressed
   messages over 5 chats);
-- the process's resident memory (RSS) at the end.
+- the process's resident memory (RSS) at the end;
+- a bot process started afresh on the data dir (as after a restart): its replies, its RSS.
 
 Then the memory worker's throughput: the same rule jobs queued once, drained by 1, 2 and 4
 ``groupmind worker --once`` processes over a Chroma server, with SQL and checkpoints in
 SQLite, then in PostgreSQL (jobs/s from the first job done to the last). And the OneBot
 bridge's messages/s end to end, as a `groupmind onebot` process answers a burst from a
 protocol stand-in, and until its own worker has remembered them (benchmarks/bridge_rate.py).
+And whether int8 vectors keep exact search's rankings, on LoCoMo (benchmarks/packed_recall.py).
 
     make bench-scale                                 # 1k, 10k, 100k, 1M; workers 1/2/4
     make bench-scale ARGS="--scales 1000 10000 --jobs 120"
