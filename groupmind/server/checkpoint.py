@@ -14,7 +14,7 @@ import asyncio
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Coroutine, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -62,10 +62,18 @@ class PruneSchedule:
                 self._seen.popitem(last=False)
         return thread if new and runs % self.every == 0 else None
 
-    def start(self, prune: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.get_running_loop().create_task(prune)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def after_put(
+        self,
+        config: RunnableConfig,
+        metadata: CheckpointMetadata,
+        prune: Callable[[Sequence[str]], Coroutine[Any, Any, None]],
+    ) -> None:
+        """Called by a saver after each put: when it starts a due run, ``prune`` that thread
+        in a task of its own."""
+        if thread := self.due(config, metadata):
+            task = asyncio.get_running_loop().create_task(quietly(prune([thread]), thread))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
 
 async def quietly(prune: Coroutine[Any, Any, None], thread_id: str) -> None:
@@ -94,8 +102,7 @@ class ServerSqliteSaver(AsyncSqliteSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         saved = await super().aput(config, checkpoint, metadata, new_versions)
-        if thread := self.schedule.due(config, metadata):
-            self.schedule.start(quietly(self.aprune([thread]), thread))
+        self.schedule.after_put(config, metadata, self.aprune)
         return saved
 
     async def adelete_for_runs(self, run_ids: Iterable[str]) -> None:

@@ -21,7 +21,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 
 from groupmind.checkpoint import serde
-from groupmind.server.checkpoint import PruneSchedule, quietly
+from groupmind.server.checkpoint import PruneSchedule
 from groupmind.settings import Settings
 
 HEADS = (
@@ -78,8 +78,7 @@ class KeepLatestPostgresSaver(AsyncPostgresSaver):
         new_versions: ChannelVersions,
     ) -> RunnableConfig:
         saved = await super().aput(config, checkpoint, metadata, new_versions)
-        if thread := self.schedule.due(config, metadata):
-            self.schedule.start(quietly(self.aprune([thread]), thread))
+        self.schedule.after_put(config, metadata, self.aprune)
         return saved
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
