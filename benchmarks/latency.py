@@ -20,6 +20,7 @@ import json
 import random
 import shutil
 import time
+import uuid
 from collections import defaultdict
 from dataclasses import replace
 from datetime import datetime
@@ -58,6 +59,7 @@ console = Console()
 # answering at once: the graph's own cost around a model). Messages come back to back.
 ARMS = ("rules, memory elsewhere", "rules, Chroma search", "rules", "stub model")
 WARMUP = 10
+RUN = uuid.uuid4().hex[:8]  # in message ids: a reused data dir has handled the last run's
 
 
 class StubChat(BaseChatModel):
@@ -140,7 +142,7 @@ def run_arm(
     timer = NodeTimer(NODES)
     whole, memories, rng = [], [], random.Random(3)
     for i in range(-WARMUP, count):
-        msg = {"message_id": f"{chat_id}-{i}", "platform": "qq", "chat_type": "group", "chat_id": chat_id,
+        msg = {"message_id": f"{chat_id}-{RUN}-{i}", "platform": "qq", "chat_type": "group", "chat_id": chat_id,
                "chat_name": "技术交流群", "user_id": f"u{i % 8}", "user_name": USERS[i % 8],
                "content": f"@小爱 {rng.choice(USERS)}最近是不是在{rng.choice(THINGS)}？", "mentions": ["bot"],
                "timestamp": 1_795_000_000 + 30 * i}  # fmt: skip
@@ -174,7 +176,7 @@ def searchable(runtime: Any, graph: Any, deps: Any, count: int) -> list[float]:
     context = reply_context(deps)
     waits = []
     for i in range(count):
-        msg = {"message_id": f"s-{i}", "platform": "qq", "chat_type": "group", "chat_id": "1050",
+        msg = {"message_id": f"s-{RUN}-{i}", "platform": "qq", "chat_type": "group", "chat_id": "1050",
                "user_id": "u1", "user_name": "阿强", "content": f"@小爱 我第{i}次说：周末去爬山", "mentions": ["bot"],
                "timestamp": 1_796_000_000 + 30 * i}  # fmt: skip
         out = reply_to(graph, deps, msg, context)
