@@ -86,9 +86,9 @@ class ScopeVectors:
             return {i for held in self._held.values() for i in held.ids}
 
     def held_bytes(self) -> int:
-        """What the held vectors take in memory."""
+        """What the held vectors take in memory, their buffers' spare rows included."""
         with self._lock:
-            return sum(held.matrix.nbytes for held in self._held.values())
+            return sum(held.buffer.nbytes for held in self._held.values())
 
     def discard(self, ids: set[str]) -> None:
         """Drop every held scope with one of these (erased) events: reloaded when next

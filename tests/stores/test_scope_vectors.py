@@ -93,6 +93,7 @@ def test_a_new_memory_is_appended_without_copying_the_held_rows() -> None:
     assert search(101, "e100") == "e100"  # the buffer doubled: one copy
     grown = held._held["chat"]
     assert len(grown.buffer) == 200
+    assert held.held_bytes() == 200 * DIM * 4  # the spare rows count too
     assert search(102, "e101") == "e101"
     assert held._held["chat"].buffer is grown.buffer  # appended in its spare rows
     assert np.shares_memory(held._held["chat"].matrix, grown.matrix)
