@@ -225,7 +225,7 @@ class ScopeMembers:
     version: tuple[int, float]
     ids: list[str]
     written: list[float]
-    speakers: list[tuple[str, str]] = field(default_factory=list)
+    speakers: list[tuple[str, str]]
 
 
 @dataclass(frozen=True)

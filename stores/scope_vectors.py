@@ -108,9 +108,11 @@ class ScopeVectors:
         got = fetch(list(changed)) if changed else {}
         with self._lock:
             # rows added in place when only new or rewritten: no copy of a busy chat's matrix
-            grown = _grown(held, members, changed, got) if self._held.get(key) is held else None
-            if grown is not None:
-                return self._keep(key, grown)
+            appended = (
+                _appended(held, members, changed, got) if self._held.get(key) is held else None
+            )
+            if appended is not None:
+                return self._keep(key, appended)
         rebuilt = _rebuilt(held, members, changed, got)
         with self._lock:
             return self._keep(key, rebuilt)
@@ -185,7 +187,7 @@ def _rebuilt(
     )
 
 
-def _grown(
+def _appended(
     held: _Held | None, members: ScopeMembers, changed: dict[str, float], got: dict[str, np.ndarray]
 ) -> _Held | None:
     """``held`` with the new members appended to its buffer's spare rows and the rewritten

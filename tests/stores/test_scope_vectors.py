@@ -57,7 +57,7 @@ def test_held_search_is_exact_after_any_writes(ops: list[tuple[str, int]], seed:
             continue
         old = held._held.get("chat")
         ids = list(truth)
-        members = ScopeMembers((len(ids), clock), ids, [truth[i][1] for i in ids])
+        members = ScopeMembers((len(ids), clock), ids, [truth[i][1] for i in ids], [])
         query = rng.normal(size=DIM).astype(np.float32)
         k = min(5, len(ids))
         fetched.clear()
@@ -84,7 +84,7 @@ def test_a_new_memory_is_appended_without_copying_the_held_rows() -> None:
     def search(count: int, top: str) -> str:
         ids = list(vectors)[:count]
         written = [1.0] * 100 + [2.0, 3.0][: count - 100]
-        members = ScopeMembers((count, written[-1]), ids, written)
+        members = ScopeMembers((count, written[-1]), ids, written, [])
         got = held.search("chat", members, vectors[top], 1, fetch)
         assert got is not None
         return got[0][0]
