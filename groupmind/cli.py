@@ -21,6 +21,7 @@ from rich.table import Table
 from domain.scope import check_bot_id
 from groupmind.errors import storage_error
 from groupmind.experiment_cli import experiment
+from groupmind.import_cli import app as import_app
 from groupmind.lines import Line, judged, read_jsonl
 from groupmind.memory_cli import app as memory_app
 from groupmind.persona_cli import app as persona_app
@@ -680,6 +681,7 @@ def onebot(
 app.command()(experiment)
 app.add_typer(persona_app, name="persona")
 app.add_typer(memory_app, name="memory")
+app.add_typer(import_app, name="import")
 
 
 def run() -> None:

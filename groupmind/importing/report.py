@@ -1,0 +1,54 @@
+"""What an import wrote, found already there, or refused (each refusal naming the field)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from domain.scope import CHAT_TYPES, ChatScope
+from state.validation import InputError
+
+
+@dataclass
+class Report:
+    """Counts per kind of write (``events``, ``profiles``, ``messages``, ``jobs``)."""
+
+    dry_run: bool = False
+    added: dict[str, int] = field(default_factory=dict)
+    already: dict[str, int] = field(default_factory=dict)
+    errors: list[dict[str, str]] = field(default_factory=list)
+
+    def add(self, kind: str, n: int = 1) -> None:
+        if n:
+            self.added[kind] = self.added.get(kind, 0) + n
+
+    def found(self, kind: str, n: int = 1) -> None:
+        if n:
+            self.already[kind] = self.already.get(kind, 0) + n
+
+    def refuse(self, record: str, exc: InputError) -> None:
+        self.errors.append({"record": record, "field": exc.field, "error": exc.reason})
+
+    def as_json(self) -> dict[str, Any]:
+        would = "would_add" if self.dry_run else "added"
+        return {"dry_run": self.dry_run, would: self.added, "already": self.already,
+                "errors": self.errors}  # fmt: skip
+
+
+def chat_of(value: str, platform: str, option: str = "--chat") -> ChatScope:
+    """``group:1001`` or ``private:42`` as a scope on ``platform``."""
+    kind, sep, chat_id = value.partition(":")
+    if not sep or kind not in CHAT_TYPES or not chat_id:
+        raise InputError(option, f"{value!r}: expected group:ID or private:USER_ID")
+    return ChatScope(platform=platform, chat_type=kind, chat_id=chat_id)
+
+
+def chat_map(pairs: list[str], platform: str) -> dict[str, ChatScope]:
+    """``NAME=group:1001`` pairs: which chat a record's chat name means."""
+    named = {}
+    for pair in pairs:
+        name, sep, chat = pair.rpartition("=")
+        if not sep or not name:
+            raise InputError("--map", f"{pair!r}: expected NAME=group:ID or NAME=private:ID")
+        named[name] = chat_of(chat, platform, "--map")
+    return named
