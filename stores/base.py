@@ -297,6 +297,10 @@ class MemoryStore(EventStore, Protocol):
         unpinned memories; how many went, per chat key."""
         ...
 
+    def remove(self, ids: Sequence[str]) -> None:
+        """Erase these memories, wherever they are stored."""
+        ...
+
 
 # --- people and groups --------------------------------------------------------------------
 
@@ -661,6 +665,9 @@ class ContextUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = None
+    memory_ids: list[str] = field(default_factory=list)  # the memories the reply was given
+    action: str = ""  # the plan's decision, and why
+    reason: str = ""
 
 
 @runtime_checkable

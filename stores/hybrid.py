@@ -378,8 +378,13 @@ class HybridEventStore:
                 key=lambda i: (self.decay.retention(strengths[i], at), i),
             )[: count - cap]
             if weak:
-                self.lexical.remove(weak)  # with their strength rows
-                self.vector.remove(weak)
-                self.held.discard(set(weak))
+                self.remove(weak)
                 removed[scope.key] = len(weak)
         return removed
+
+    def remove(self, ids: Sequence[str]) -> None:
+        """Erase these memories (an operator's forget of one, a prune): SQL first, with
+        their strength rows, as in forget."""
+        self.lexical.remove(ids)
+        self.vector.remove(ids)
+        self.held.discard(set(ids))

@@ -127,7 +127,12 @@ def hand_off(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]
     if state.get("sticker"):
         outcome["sticker"] = dict(state.get("sticker", {}))
     out["handled"] = handled(state, msg.message_id, outcome)
-    if action in ("text_reply", "emoji_reply") and said:
+    replied = action in ("text_reply", "emoji_reply") and bool(said)
+    if not replied and state.get("reason") and state.get("ranked"):
+        # the plan read the context and chose not to answer: recorded too, so an operator
+        # sees why (off the path; an ABSENT chat's unread messages are not)
+        deps.background.submit(_record_usage, deps, state, msg, "")
+    if replied:
         bot_line = _store_reply(deps, msg, said, persona_id)
         pending.append(bot_line)
         # A template reply says nothing worth remembering; a model's reply does.
@@ -216,6 +221,9 @@ def _record_usage(deps: ReplyDeps, state: ReplyState, msg: ChatMessage, said: st
                 prompt_tokens=int(usage.get("prompt_tokens", 0)),
                 completion_tokens=int(usage.get("completion_tokens", 0)),
                 cost=usage.get("cost"),
+                memory_ids=list(state.get("memory_ids", [])),
+                action=state.get("action", ""),
+                reason=state.get("reason", ""),
             )
         )
     except Exception:  # noqa: BLE001 - the record is for tuning; the reply already went out

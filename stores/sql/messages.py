@@ -304,6 +304,9 @@ class SqlContextUsage:
             "prompt_tokens": usage.prompt_tokens,
             "completion_tokens": usage.completion_tokens,
             "cost": usage.cost,
+            "memory_ids": usage.memory_ids,
+            "action": usage.action,
+            "reason": usage.reason,
             "created_at": time.time(),
         }
         with self.engine.begin() as conn:
@@ -339,6 +342,9 @@ class SqlContextUsage:
                 prompt_tokens=row.prompt_tokens,
                 completion_tokens=row.completion_tokens,
                 cost=row.cost,
+                memory_ids=list(row.memory_ids or []),
+                action=row.action,
+                reason=row.reason,
             )
 
     def forget(self, target: ForgetTarget, said: Said | None = None) -> int:

@@ -347,6 +347,10 @@ class ContextUsageRow(Tenant, Base):
     prompt_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     completion_tokens: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     cost: Mapped[float | None] = mapped_column(Float, nullable=True)
+    # what the console shows for the message: the memories given, the plan's decision
+    memory_ids: Mapped[list[str]] = mapped_column(Json, default=list, server_default="[]")
+    action: Mapped[str] = mapped_column(String(32), default="", server_default="")
+    reason: Mapped[str] = mapped_column(Text, default="", server_default="")
     user_feedback: Mapped[str | None] = mapped_column(Text, nullable=True)
     success_indicator: Mapped[float | None] = mapped_column(Float, nullable=True)
     created_at: Mapped[float] = mapped_column(Float, index=True)
