@@ -678,6 +678,46 @@ def onebot(
         raise typer.Exit(2) from None
 
 
+@app.command()
+def console(
+    host: Annotated[str, typer.Option(help="beyond loopback, a key is required")] = "127.0.0.1",
+    port: Annotated[int, typer.Option()] = 8765,
+    key: Annotated[
+        str | None,
+        typer.Option(envvar="GROUPMIND_CONSOLE_KEY", help="--bot's key (besides GROUPMIND_BOTS)"),
+    ] = None,
+) -> None:
+    """The operator's console in the browser (docs/console.md) for in-process bots."""
+    import uvicorn
+
+    from groupmind.console.access import Access
+    from groupmind.console.app import Host, in_process, make_console
+    from groupmind.exposure import loopback
+    from groupmind.forget import CheckpointThreads
+    from groupmind.session import open_session
+    from groupmind.settings import BotKey
+
+    keys = list(STATE.settings.bots)
+    if key:
+        try:
+            keys.append(BotKey.model_validate({"id": STATE.bot, "api_key": key}))
+        except ValidationError as exc:
+            err.print(f"[red]--key: {describe_validation_error(exc)}[/red]")
+            raise typer.Exit(2) from None
+    if not keys and not loopback(host):
+        err.print(f"[red]--host {host}: a console beyond this machine needs a key "
+                  "(--key or GROUPMIND_BOTS)[/red]")  # fmt: skip
+        raise typer.Exit(2)
+    session = open_session(STATE.settings, bot=STATE.bot)
+    runtime, graph = session.runtime, session.reply_graph()
+    access = Access(tuple(keys), open_bot=STATE.bot)
+    forget = in_process(runtime, lambda bot: CheckpointThreads(graph, bot))
+    app_ = make_console(Host(runtime=lambda: runtime, access=lambda: access, forget=forget))
+    who = "keys required" if keys else "open, loopback only"
+    err.print(f"console: http://{host}:{port}/console ({who})")
+    uvicorn.run(app_, host=host, port=port, log_level="warning")
+
+
 app.command()(experiment)
 app.add_typer(persona_app, name="persona")
 app.add_typer(memory_app, name="memory")

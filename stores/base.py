@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
 from domain.scope import ChatScope, ChatType, ForgetTarget, Sharing, may_share
+from stores.decay import Strength
 from stores.when import window_of
 
 JobStatus = Literal["queued", "running", "done", "failed"]
@@ -299,6 +300,10 @@ class MemoryStore(EventStore, Protocol):
 
     def remove(self, ids: Sequence[str]) -> None:
         """Erase these memories, wherever they are stored."""
+        ...
+
+    def strengths(self, ids: Sequence[str]) -> dict[str, Strength]:
+        """What decides these memories' retention (none for one never written)."""
         ...
 
 

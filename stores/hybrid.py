@@ -382,6 +382,9 @@ class HybridEventStore:
                 removed[scope.key] = len(weak)
         return removed
 
+    def strengths(self, ids: Sequence[str]) -> dict[str, Strength]:
+        return self.strength.of(ids) if self.strength is not None else {}
+
     def remove(self, ids: Sequence[str]) -> None:
         """Erase these memories (an operator's forget of one, a prune): SQL first, with
         their strength rows, as in forget."""

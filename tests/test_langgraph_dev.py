@@ -393,3 +393,37 @@ def test_a_server_without_keys_will_not_listen_beyond_loopback(tmp_path: Path, s
         finally:
             proc.terminate()
             proc.wait(timeout=20)
+
+
+def test_the_console_runs_beside_the_graphs_behind_the_same_keys(
+    two_bots: tuple[str, Path, Path],
+) -> None:
+    """langgraph.json's ``http.app``: the console's pages and ``/metrics`` on the server,
+    each bot's key showing its own data only; forget runs the key's bot's forget graph."""
+    url, _, _ = two_bots
+    a = get_sync_client(url=url, api_key=KEY_A)
+    stream = "qq:group:2024"
+    thread = a.threads.create(thread_id=stream_thread_id(stream, "bot-a"),
+                              metadata={"stream": stream})["thread_id"]  # fmt: skip
+    said = message("@bot-a 我叫控制台测试员，我养了一只柯基", chat_id="2024", user_id="77",
+                   user_name="测试员", mentions=["bot-a"])  # fmt: skip
+    assert a.runs.wait(thread, "reply", input={"message": said})["action"] == "text_reply"
+
+    def get(path: str, key: str | None) -> httpx.Response:
+        return httpx.get(f"{url}{path}", headers={"x-api-key": key} if key else {}, timeout=30)
+
+    assert get("/console/chats", None).status_code == 401
+    assert stream in get("/console/chats", KEY_A).text
+    assert stream not in get("/console/chats", KEY_B).text
+    chat = get(f"/console/chats/{stream}", KEY_A).text
+    assert "柯基" in chat and "text_reply" in chat  # the message, and what the plan decided
+    metrics = get("/metrics", KEY_A)
+    assert metrics.status_code == 200 and 'groupmind_messages_total{bot="bot-a"}' in metrics.text
+    assert get("/metrics", None).status_code == 401
+    assert 'groupmind_messages_total{bot="bot-b"} 0.0' in get("/metrics", KEY_B).text
+
+    erased = httpx.post(f"{url}/console/forget", headers={"x-api-key": KEY_A}, timeout=60,
+                        data={"chat": stream, "confirm": "yes"})  # fmt: skip
+    assert erased.status_code == 200 and 'id="removed"' in erased.text, erased.text[-2000:]
+    assert stream not in get("/console/chats", KEY_A).text
+    assert status_of(lambda: a.threads.get(thread)) == 404  # the server's own thread went too

@@ -16,7 +16,6 @@ Checks come before anything is written: a refused run journals nothing.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import sys
 import uuid
@@ -26,6 +25,7 @@ from typing import Any
 
 from langgraph_sdk import Auth
 
+from groupmind.console.access import bot_for as keyed_bot
 from groupmind.exposure import listening_host, loopback
 from groupmind.server.identity import OPEN
 from groupmind.settings import BotKey, Settings
@@ -120,12 +120,7 @@ check_storage(sys.argv, Path.cwd())
 
 def bot_for(key: str | None) -> BotKey | None:
     """The bot whose key this is (compared in constant time), or None."""
-    if not key:
-        return None
-    for bot in bots():
-        if hmac.compare_digest(bot.api_key.get_secret_value().encode(), key.encode()):
-            return bot
-    return None
+    return keyed_bot(bots(), key)
 
 
 def _key(authorization: str | None, headers: dict[bytes, bytes]) -> str | None:

@@ -1,0 +1,145 @@
+"""What each page shows, read from one bot's stores (the deps of the bot the request's key
+names: every read below is that bot's only, in the scope the page names)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+from typing import Any
+
+from sqlalchemy import Engine, func, select
+
+from domain.scope import ChatScope
+from groupmind.profiles import profile_json
+from nodes.deps import ReplyDeps
+from stores.base import EventQuery, EventRecord, profile_view
+from stores.sql.chats import chat_overview
+from stores.sql.covered import mine
+from stores.sql.schema import EventDocRow, MemoryJobRow, MessageRow
+
+FOREVER = 4_102_444_800.0  # 2100-01-01: "before" for a chat's latest messages
+
+
+def scope_of(stream: str) -> ChatScope:
+    """``qq:group:1001`` as a scope (ValueError naming the part that is wrong)."""
+    platform, _, rest = stream.partition(":")
+    chat_type, _, chat_id = rest.partition(":")
+    return ChatScope(platform=platform, chat_type=chat_type, chat_id=chat_id)  # type: ignore[arg-type]
+
+
+def chats(engine: Engine, bot: str) -> list[dict[str, Any]]:
+    return [asdict(c) for c in chat_overview(engine, bot)]
+
+
+def chat_messages(
+    deps: ReplyDeps, stream: str, persona_id: str, limit: int = 50
+) -> list[dict[str, Any]]:
+    """A chat's latest messages, each with what its reply was given and decided (the
+    context-usage record), the memories named by their text."""
+    messages = deps.messages.window(stream, persona_id, before=FOREVER, since=0.0, limit=limit)
+    rows = []
+    for m in messages:
+        row: dict[str, Any] = {**asdict(m), "usage": None}
+        key = json.dumps([stream, persona_id, m.message_id], ensure_ascii=False)
+        usage = deps.context_usage.get(key) if not m.from_bot else None
+        if usage is not None:
+            memories = {e.id: e.text for e in deps.events.get(usage.memory_ids)}
+            row["usage"] = {
+                "action": usage.action,
+                "reason": usage.reason,
+                "context": [(i, usage.relevance_scores.get(i)) for i in usage.context_message_ids],
+                "memories": [(i, memories.get(i, "")) for i in usage.memory_ids],
+                "reply": usage.llm_response or "",
+            }
+        rows.append(row)
+    return rows
+
+
+def memories(
+    deps: ReplyDeps, scope: ChatScope, query: str, persona_id: str | None, top_k: int = 20
+) -> list[dict[str, Any]]:
+    """Search within one chat (the same scope rules as every search): each event with its
+    status, age, weight and source."""
+    if not query.strip():
+        return []
+    q = EventQuery(text=query, platform=scope.platform, chat_type=scope.chat_type,
+                   chat_id=scope.chat_id, persona_id=persona_id, top_k=top_k)  # fmt: skip
+    hits = deps.events.search(q)
+    return [event_row(deps, h.event, h.score) for h in hits]
+
+
+def event_row(deps: ReplyDeps, event: EventRecord, score: float | None = None) -> dict[str, Any]:
+    found = deps.events.strengths([event.id]).get(event.id)
+    job = deps.jobs.get(event.id)
+    result = (job.result or {}) if job is not None else {}
+    sources = (job.payload.get("recent_messages") or []) if job is not None else []
+    return {
+        "id": event.id,
+        "text": event.text,
+        "score": score,
+        "user": event.user_name or event.user_id,
+        "status": "degraded" if event.degraded else "stored",
+        "why": "; ".join(result.get("reasons") or result.get("offending") or [])
+        if event.degraded
+        else "",
+        "age_days": round((time.time() - event.timestamp) / 86400, 1),
+        "importance": event.importance,
+        "recalls": found.recalls if found else 0,
+        "pinned": found.pinned if found else False,
+        "said": (job.payload.get("new_info") or "") if job is not None else "",
+        "sources": sources,
+        "answered": event.context,
+    }
+
+
+def person(
+    deps: ReplyDeps, platform: str, user_id: str, shown_in: ChatScope | None
+) -> dict[str, Any] | None:
+    data = profile_json(deps, platform, user_id, None)
+    if data is None:
+        return None
+    if shown_in is not None:
+        view = profile_view(deps.profiles, user_id, shown_in, deps.profile_sharing)
+        data["view"] = {"chat": shown_in.key, "sharing": deps.profile_sharing,
+                        "learned_in": [lp.scope.key for lp in view.learned],
+                        "key_facts": view.key_facts}  # fmt: skip
+    return data
+
+
+def status(engine: Engine, bot: str, window_s: float = 600.0) -> dict[str, Any]:
+    """Counts that a replayed chat moves: messages and replies (totals, and per minute over
+    the last ten minutes by message time), the queue, the memories."""
+    since = time.time() - window_s
+    with engine.connect() as conn:
+        said = dict(
+            conn.execute(
+                select(MessageRow.from_bot, func.count())
+                .where(mine(MessageRow, bot))
+                .group_by(MessageRow.from_bot)
+            ).all()
+        )
+        recent = dict(
+            conn.execute(
+                select(MessageRow.from_bot, func.count())
+                .where(mine(MessageRow, bot), MessageRow.timestamp >= since)
+                .group_by(MessageRow.from_bot)
+            ).all()
+        )
+        jobs = dict(
+            conn.execute(
+                select(MemoryJobRow.status, func.count())
+                .where(mine(MemoryJobRow, bot))
+                .group_by(MemoryJobRow.status)
+            ).all()
+        )
+        events = conn.execute(select(func.count()).where(mine(EventDocRow, bot))).scalar_one()
+    minutes = window_s / 60
+    return {
+        "messages": int(said.get(False, 0)),
+        "replies": int(said.get(True, 0)),
+        "messages_per_minute": round(recent.get(False, 0) / minutes, 2),
+        "replies_per_minute": round(recent.get(True, 0) / minutes, 2),
+        "jobs": {str(k): int(v) for k, v in jobs.items()},
+        "memories": int(events),
+    }
