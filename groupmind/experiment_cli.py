@@ -111,6 +111,7 @@ def experiment(
         err.print(f"[red]{exc}[/red]", highlight=False)
         raise typer.Exit(2) from None
     report = build_report(spec, dataset_, results)
+    report["bot"] = ctx.find_root().params.get("bot") or settings.bot_id  # whose console shows it
     paths = write_report(report, results, folder)
     if as_json:
         sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n")

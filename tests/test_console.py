@@ -24,6 +24,7 @@ from domain.scope import ChatScope
 from stores.sql import SqlJobQueue
 from tests.conftest import _free_port
 from tests.test_cli import cli_on
+from tests.test_experiment_cli import context_dataset
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [
@@ -79,6 +80,10 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pat
                                 ensure_ascii=False), encoding="utf-8")  # fmt: skip
     imported = cli("--bot", "bot-a", "import", "mofox", str(known), "--chat", "group:1001")
     assert imported.exit_code == 0, imported.output
+    arms = ["--arm", "weighted:rank_context=weighted", "--arm", "recent:rank_context=recent"]
+    ran = cli("--bot", "bot-a", "experiment", str(context_dataset(tmp / "d.jsonl")), "--mode",
+              "rank", *arms, "--name", "ctx", "--bootstrap", "200", "--local")  # fmt: skip
+    assert ran.exit_code == 0, ran.output
     queue = SqlJobQueue(create_engine(f"sqlite:///{data / 'groupmind.db'}"), bot="bot-a")
     job = {"request_id": "broken-1", "platform": "qq", "chat_type": "group", "chat_id": "1001",
            "user_id": "10001", "user_name": "小明", "new_info": "我明天去上海",
@@ -179,6 +184,13 @@ def test_every_page_renders_with_a_replayed_chat(console: tuple[str, Path], brow
     assert int(page.inner_text("#replies")) >= 2  # the two that addressed the bot
     page.screenshot(path=str(out / "status.png"), full_page=True)
 
+    page.goto(f"{url}/console/experiments")
+    report = page.inner_text(".experiment")
+    assert "ctx" in report and "context_R@1" in report and "recent" in report
+    plot = page.locator(".experiment img")
+    assert plot.evaluate("img => img.complete && img.naturalWidth > 0")  # the SVG loaded
+    page.screenshot(path=str(out / "experiments.png"), full_page=True)
+
     page.goto(f"{url}/console/forget")
     page.screenshot(path=str(out / "forget.png"), full_page=True)
     page.goto(f"{url}/console/chats?lang=en")
@@ -242,6 +254,9 @@ def test_no_key_is_refused_and_bot_b_sees_nothing_of_a(
     assert b.locator("#relationship").count() == 0
     b.goto(f"{url}/console/jobs")
     assert "broken-1" not in b.inner_text("#jobs")
+    b.goto(f"{url}/console/experiments")
+    assert b.locator(".experiment").count() == 0
+    assert b.goto(f"{url}/console/experiments/ctx/plot.svg").status == 404
     b.close()
     status, body = fetch(f"{url}/metrics", KEY_B)
     assert status == 200 and 'groupmind_messages_total{bot="bot-b"} 0.0' in body

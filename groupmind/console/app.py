@@ -233,6 +233,18 @@ def make_console(host: Host) -> Starlette:
         return render(request, bot, "status.html", status=views.status(runtime.engine, bot),
                       model=model_up(runtime.settings))  # fmt: skip
 
+    def experiments(request: Request, bot: str, deps: ReplyDeps) -> Response:
+        folder = host.runtime().settings.data_dir / "experiments"
+        return render(request, bot, "experiments.html", reports=views.experiments(folder, bot))
+
+    def plot(request: Request, bot: str, deps: ReplyDeps) -> Response:
+        folder = host.runtime().settings.data_dir / "experiments"
+        name = request.path_params["name"]
+        mine = {r["folder"] for r in views.experiments(folder, bot) if r["plot"]}
+        if name not in mine:  # another bot's, or none: the same answer
+            return PlainTextResponse("no such experiment", 404)
+        return Response((folder / name / "report.svg").read_bytes(), media_type="image/svg+xml")
+
     def metrics(request: Request) -> Response:
         bot = _bot(request, host.access())
         if bot is None:
@@ -279,6 +291,8 @@ def make_console(host: Host) -> Starlette:
             Route("/console/forget", page(forget_page)),
             Route("/console/forget", forget, methods=["POST"]),
             Route("/console/status", page(status)),
+            Route("/console/experiments", page(experiments)),
+            Route("/console/experiments/{name}/plot.svg", page(plot)),
             Route("/metrics", metrics),
         ]
     )

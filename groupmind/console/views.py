@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, func, select
 
 from domain.scope import ChatScope
+from groupmind.experiment.report import table
 from groupmind.profiles import profile_json
 from nodes.deps import ReplyDeps
 from stores.base import EventQuery, EventRecord, profile_view
@@ -143,3 +145,20 @@ def status(engine: Engine, bot: str, window_s: float = 600.0) -> dict[str, Any]:
         "jobs": {str(k): int(v) for k, v in jobs.items()},
         "memories": int(events),
     }
+
+
+def experiments(folder: Path, bot: str) -> list[dict[str, Any]]:
+    """The reports ``groupmind experiment`` wrote for this bot (newest first), each with its
+    comparison table."""
+    found = []
+    for path in sorted(folder.glob("*/report.json"), key=lambda p: -p.stat().st_mtime):
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+            if report.get("bot") != bot:
+                continue
+            head, rows = table(report)
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a report being written, or of another version: not shown
+        found.append({"folder": path.parent.name, "report": report, "head": head, "rows": rows,
+                      "plot": (path.parent / "report.svg").exists()})  # fmt: skip
+    return found

@@ -129,20 +129,28 @@ def _diff(c: dict[str, Any], unit: str) -> str:
     )
 
 
-def markdown(report: dict[str, Any]) -> str:
+def table(report: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The comparison as a header and rows of cells (the markdown report, the console)."""
     arms = [a["name"] for a in report["arms"]]
     base, others = arms[0], arms[1:]
     head = ["metric", "n", f"{base} (baseline)", *others]
     head += [f"{o} − {base} [{report['statistics']['confidence']:.0%} CI]" for o in others]
     head += [f"verdict ({o})" for o in others]
-    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    rows = []
     for row in report["metrics"]:
         unit = row["unit"]
         cells = [f"{row['metric']} ({row['better']} is better)", str(row["values"][base]["n"])]
         cells += [_fmt(row["values"][a]["value"], unit) for a in arms]
         cells += [_diff(row["comparisons"][o], unit) for o in others]
         cells += [row["comparisons"][o]["verdict"] for o in others]
-        lines.append("| " + " | ".join(cells) + " |")
+        rows.append(cells)
+    return head, rows
+
+
+def markdown(report: dict[str, Any]) -> str:
+    head, rows = table(report)
+    lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
     arms_lines = [
         f"- **{a['name']}**: {a['changes']} (LangSmith experiment `{a['experiment']}`)"
         for a in report["arms"]
