@@ -357,3 +357,49 @@ def test_an_answer_whose_confirmation_was_lost_is_not_sent_again(tmp_path: Path)
         await stopped(bridge, server)
 
     run(main())
+
+
+def test_the_bridge_answers_its_root_and_metrics_behind_a_key(tmp_path: Path) -> None:
+    import urllib.error
+    import urllib.request
+
+    def fetch(url: str, **headers: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(
+                urllib.request.Request(url, headers=headers), timeout=10
+            ) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read().decode()
+
+    async def main() -> None:
+        bridge, url, server = await started(
+            tmp_path, access_token="s3cret", metrics_key="the-bots-key-0123456789"
+        )
+        base = url.replace("ws://", "http://").removesuffix("/onebot/v11/ws")
+        impl = Implementation(group_names={1001: "技术交流群"})
+        await impl.dial(url, "s3cret")
+        await impl.send(group_event(1001, 20001, [AT_BOT, text(" 在吗")], card="小明"))
+        await impl.send(private_event(20002, "你好呀"))
+        await impl.wait_for(2)
+        await asyncio.sleep(0.3)  # the second confirmation is counted after it is journaled
+        status, body = await asyncio.to_thread(fetch, f"{base}/")
+        assert status == 200 and "/metrics" in body  # not a 404
+        assert (await asyncio.to_thread(fetch, f"{base}/metrics"))[0] == 401
+        assert (await asyncio.to_thread(fetch, f"{base}/metrics", Authorization="Bearer no"))[
+            0
+        ] == 401
+        for auth in ({"Authorization": "Bearer s3cret"}, {"X-Api-Key": "the-bots-key-0123456789"}):
+            status, body = await asyncio.to_thread(fetch, f"{base}/metrics", **auth)
+            assert status == 200, body
+            assert f'groupmind_bridge_connected{{bot="bot",self_id="{SELF_ID}"}} 1.0' in body
+            assert 'groupmind_bridge_messages_total{bot="bot"} 2.0' in body
+            assert 'groupmind_bridge_sent_total{bot="bot"} 2.0' in body
+            assert 'groupmind_bridge_backlog{bot="bot"} 0.0' in body
+        await impl.hang_up()
+        await asyncio.sleep(0.2)
+        _, body = await asyncio.to_thread(fetch, f"{base}/metrics", Authorization="Bearer s3cret")
+        assert "groupmind_bridge_connected{" not in body  # gone with its connection
+        await stopped(bridge, server)
+
+    run(main())

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
 import json
 import logging
 import time
@@ -38,6 +39,7 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from groupmind.exposure import loopback
 from groupmind.onebot.brains import Brain
 from groupmind.onebot.events import (
     Malformed,
@@ -49,6 +51,7 @@ from groupmind.onebot.events import (
     to_message,
 )
 from groupmind.onebot.journal import Entry, Journal
+from groupmind.onebot.metrics import BridgeFigures, exposition
 from groupmind.threads import stream_of
 
 log = logging.getLogger("groupmind.onebot")
@@ -130,6 +133,7 @@ class Bridge:
         bot_id: str = "bot",
         platform: str = "qq",
         access_token: str | None = None,
+        metrics_key: str | None = None,
         sticker_mode: StickerMode = "image",
         idle_s: float = IDLE_S,
     ) -> None:
@@ -137,6 +141,7 @@ class Bridge:
         self.journal = journal
         self.bot_id, self.platform = bot_id, platform
         self.access_token = access_token
+        self.metrics_key = metrics_key  # the bot's API key: reads /metrics, as the token does
         self.sticker_mode = sticker_mode
         self.idle_s = idle_s
         self.links: dict[str, Link] = {}
@@ -149,6 +154,8 @@ class Bridge:
         self.member_names: dict[tuple[str, str], str] = {}
         self.answered = 0
         self.skipped = 0
+        self.received = 0
+        self.sent = 0
 
     # --- frames -------------------------------------------------------------------------
 
@@ -204,6 +211,7 @@ class Bridge:
                     log.info("onebot %s: message %s again: taken once", self_id,
                              frame.get("message_id"))  # fmt: skip
                 else:
+                    self.received += 1
                     entry = Entry(seq, self_id, str(frame.get("message_id")), chat, frame,
                                   "received", None)  # fmt: skip
                     self._queue(entry)
@@ -325,6 +333,7 @@ class Bridge:
                     sent = (response.get("data") or {}).get("message_id")
                     sent_id = None if sent is None else str(sent)
                     await asyncio.to_thread(self.journal.sent, seq, sent_id)
+                    self.sent += 1
                     return
             if time.monotonic() > deadline:
                 log.error("onebot %s: %s dropped: no connection for %.0f s", self_id, action,
@@ -429,6 +438,11 @@ class Bridge:
                         self_id, why)  # fmt: skip
             return conn.respond(status, why + "\n")
 
+        if url.path == "/metrics":
+            return self._metrics(conn, request, peer)
+        if url.path in ("", "/"):
+            return conn.respond(HTTPStatus.OK, f"groupmind OneBot v11 bridge: WebSocket at "
+                                f"{PATH}, Prometheus metrics at /metrics\n")  # fmt: skip
         if url.path.rstrip("/") != PATH:
             return refused(HTTPStatus.NOT_FOUND, f"the OneBot endpoint is {PATH}")
         role = request.headers.get("X-Client-Role", "Universal")
@@ -446,6 +460,28 @@ class Bridge:
         if self_id in self.links and not self.access_token:
             return refused(HTTPStatus.CONFLICT, f"account {self_id} is connected already")
         return None
+
+    def _metrics(self, conn: ServerConnection, request: Request, peer: str) -> Response:
+        """Behind the access token or the bot's key; with neither set, this machine only."""
+        given = bearer(request.headers.get("Authorization", "")) or request.headers.get(
+            "X-Api-Key", ""
+        )
+        keys = [k for k in (self.access_token, self.metrics_key) if k]
+        allowed = any(hmac.compare_digest(k.encode(), given.encode()) for k in keys) if keys else (
+            loopback(peer)
+        )  # fmt: skip
+        if not allowed:
+            return conn.respond(HTTPStatus.UNAUTHORIZED, "the access token or the bot's key\n")
+        figures = BridgeFigures(
+            bot=self.bot_id,
+            connected=tuple(sorted(self.links)),
+            received=self.received,
+            answered=self.answered,
+            sent=self.sent,
+            skipped=self.skipped,
+            backlog=self.arrivals.qsize() + sum(q.qsize() for q in self.chats.values()),
+        )
+        return conn.respond(HTTPStatus.OK, exposition(figures))
 
     async def serve_reverse(self, host: str, port: int) -> Server:
         async def handler(conn: ServerConnection) -> None:

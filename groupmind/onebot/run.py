@@ -72,6 +72,10 @@ async def run_bridge(
         bot_id=settings.bot_id,
         platform=opts.platform,
         access_token=opts.access_token,
+        metrics_key=opts.api_key
+        or next(
+            (b.api_key.get_secret_value() for b in settings.bots if b.id == settings.bot_id), None
+        ),
         sticker_mode=opts.stickers,
     )
     bridge.resume()
