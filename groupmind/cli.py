@@ -686,12 +686,17 @@ def console(
         str | None,
         typer.Option(envvar="GROUPMIND_CONSOLE_KEY", help="--bot's key (besides GROUPMIND_BOTS)"),
     ] = None,
+    server: Annotated[
+        str | None,
+        typer.Option(help="a LangGraph server whose forget graph forgets (its threads too)"),
+    ] = None,
 ) -> None:
-    """The operator's console in the browser (docs/console.md) for in-process bots."""
+    """The operator's console in the browser (docs/console.md): for in-process bots, or
+    beside a server that cannot serve it itself (--server: forget runs there)."""
     import uvicorn
 
     from groupmind.console.access import Access
-    from groupmind.console.app import Host, in_process, make_console
+    from groupmind.console.app import Host, in_process, make_console, on_server
     from groupmind.exposure import loopback
     from groupmind.forget import CheckpointThreads
     from groupmind.session import open_session
@@ -708,10 +713,14 @@ def console(
         err.print(f"[red]--host {host}: a console beyond this machine needs a key "
                   "(--key or GROUPMIND_BOTS)[/red]")  # fmt: skip
         raise typer.Exit(2)
-    session = open_session(STATE.settings, bot=STATE.bot)
-    runtime, graph = session.runtime, session.reply_graph()
+    session = open_session(STATE.settings, bot=STATE.bot, worker=server is None)
+    runtime = session.runtime
     access = Access(tuple(keys), open_bot=STATE.bot)
-    forget = in_process(runtime, lambda bot: CheckpointThreads(graph, bot))
+    if server is not None:
+        forget = on_server(server)
+    else:
+        graph = session.reply_graph()
+        forget = in_process(runtime, lambda bot: CheckpointThreads(graph, bot))
     app_ = make_console(Host(runtime=lambda: runtime, access=lambda: access, forget=forget))
     who = "keys required" if keys else "open, loopback only"
     err.print(f"console: http://{host}:{port}/console ({who})")

@@ -7,7 +7,8 @@ stores only; forms post back (SameSite cookie: another site cannot post them for
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -59,6 +60,24 @@ def in_process(runtime: Runtime, threads: Callable[[str], ReplyThreads]) -> Eras
     async def forget(request: Request, bot: str, raw: dict[str, Any]) -> dict[str, Any]:
         deps = replace(runtime.deps_for(bot), reply_threads=threads(bot))
         return await asyncio.to_thread(erase, validate_request(raw, deps), deps)
+
+    return forget
+
+
+def on_server(url: str | None = None) -> Erase:
+    """Forget by a LangGraph server's forget graph, through its API with the request's own
+    key (so the run is the key's bot's, and the server's reply threads go too); ``url``:
+    that server, else the one serving this request."""
+
+    async def forget(request: Request, bot: str, raw: dict[str, Any]) -> dict[str, Any]:
+        from langgraph_sdk import get_client
+
+        key = key_of(request.headers.get("authorization"), request.headers.get("x-api-key"),
+                     request.cookies.get(COOKIE))  # fmt: skip
+        client = get_client(url=url or str(request.base_url).rstrip("/"), api_key=key)
+        given = {k: v for k, v in raw.items() if v is not None}
+        out: Any = await client.runs.wait(None, "forget", input=given)
+        return dict(out) if isinstance(out, dict) else {"removed": {}}
 
     return forget
 
@@ -273,7 +292,14 @@ def make_console(host: Host) -> Starlette:
     def home(request: Request) -> Response:
         return RedirectResponse("/console/chats", status_code=303)
 
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # explicit: the server merges it with its own (langhost's runtime did not start
+        # with Starlette's default one in the merge: "lifespan protocol appears unsupported")
+        yield
+
     return Starlette(
+        lifespan=lifespan,
         routes=[
             Route("/console", home),
             Route("/console/", home),
@@ -294,7 +320,7 @@ def make_console(host: Host) -> Starlette:
             Route("/console/experiments", page(experiments)),
             Route("/console/experiments/{name}/plot.svg", page(plot)),
             Route("/metrics", metrics),
-        ]
+        ],
     )
 
 
