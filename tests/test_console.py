@@ -275,3 +275,32 @@ def test_a_console_beyond_loopback_without_keys_will_not_start(tmp_path: Path) -
     cmd = [sys.executable, "-m", "groupmind.cli", "console", "--host", "0.0.0.0", "--port", "1"]
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 2 and "needs a key" in done.stderr
+
+
+def test_forget_a_person_in_a_chat_after_a_confirmation(
+    console: tuple[str, Path], browser: Any
+) -> None:
+    url, tmp = console
+    page = login(browser, url, KEY_A)
+    page.goto(f"{url}/console/memory?chat=qq:group:1001&q=橘猫")
+    assert "橘猫" in page.inner_text("#hits")
+    page.goto(f"{url}/console/forget")
+    form = page.locator("#forget-form")
+    form.locator("[name=user_id]").fill("10003")
+    form.locator("[name=chat]").fill("qq:group:1001")
+    form.locator("button").click()
+    assert "not confirmed" in page.inner_text("#error")  # nothing without the confirmation
+    page.goto(f"{url}/console/memory?chat=qq:group:1001&q=橘猫")
+    assert "橘猫" in page.inner_text("#hits")
+    page.goto(f"{url}/console/forget")
+    form.locator("[name=user_id]").fill("10003")
+    form.locator("[name=chat]").fill("qq:group:1001")
+    page.check("#confirm")
+    form.locator("button").click()
+    removed = page.inner_text("#removed")
+    page.screenshot(path=str(shots(tmp) / "forgotten.png"), full_page=True)
+    counts = dict(line.split("\t") for line in removed.splitlines()[1:])
+    assert int(counts["events"]) >= 1 and int(counts["messages"]) >= 1
+    page.goto(f"{url}/console/memory?chat=qq:group:1001&q=橘猫")
+    assert "橘猫" not in page.inner_text("#hits")
+    page.close()
