@@ -105,6 +105,11 @@ class Settings(BaseSettings):
         description='LangGraph server API keys, JSON: [{"id": "bot-a", "api_key": "...", '
         '"platforms": ["qq"]}]; none: the server is open (local development)',
     )
+    bridges: list[str] = Field(
+        default_factory=list,
+        description='OneBot bridges the console shows, JSON: ["http://127.0.0.1:8080"] (each '
+        "asked for its /metrics with the console request's key)",
+    )
     allow_open_server: bool = Field(
         default=False,
         description="let a LangGraph server with no GROUPMIND_BOTS listen beyond loopback "

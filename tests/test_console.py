@@ -5,11 +5,13 @@ made with it) or the test's own directory."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -23,6 +25,7 @@ from sqlalchemy import create_engine
 from domain.scope import ChatScope
 from stores.sql import SqlJobQueue
 from tests.conftest import _free_port
+from tests.onebot_standin import SELF_ID, Implementation
 from tests.test_cli import cli_on
 from tests.test_experiment_cli import context_dataset
 
@@ -95,17 +98,17 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pat
         user_id="10001",
     )
     queue.fail("broken-1", "ConnectionError: model endpoint gone", retry_at=None)
-    port = _free_port()
-    cmd = [
-        sys.executable,
-        "-m",
-        "groupmind.cli",
-        "console",
-        "--host",
-        "0.0.0.0",
-        "--port",
-        str(port),
-    ]
+    bridge_port, port = _free_port(), _free_port()
+    bridge = subprocess.Popen(
+        [sys.executable, "-m", "groupmind.cli", "onebot", "--port", str(bridge_port),
+         "--access-token", "onebot-token"],
+        env={**env, "GROUPMIND_DATA_DIR": str(tmp / "bridge"), "GROUPMIND_BOT_ID": "bot-a"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    account = linked(f"ws://127.0.0.1:{bridge_port}/onebot/v11/ws", "onebot-token")
+    env["GROUPMIND_BRIDGES"] = json.dumps([f"http://127.0.0.1:{bridge_port}"])
+    cmd = [sys.executable, "-m", "groupmind.cli", "console", "--host", "0.0.0.0",
+           "--port", str(port)]  # fmt: skip
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     for _ in range(300):
@@ -119,6 +122,31 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pat
     yield url, tmp
     proc.terminate()
     proc.wait(timeout=20)
+    account.set()
+    bridge.terminate()
+    bridge.wait(timeout=20)
+
+
+def linked(ws_url: str, token: str) -> threading.Event:
+    """A OneBot account (the stand-in) connected to the bridge until the event is set."""
+    done, up = threading.Event(), threading.Event()
+
+    async def hold() -> None:
+        impl = Implementation()
+        for _ in range(300):
+            try:
+                await impl.dial(ws_url, token)
+                break
+            except OSError:
+                await asyncio.sleep(0.1)
+        up.set()
+        while not done.is_set():
+            await asyncio.sleep(0.1)
+        await impl.hang_up()
+
+    threading.Thread(target=asyncio.run, args=(hold(),), daemon=True).start()
+    assert up.wait(60)
+    return done
 
 
 @pytest.fixture(scope="module")
@@ -180,6 +208,7 @@ def test_every_page_renders_with_a_replayed_chat(console: tuple[str, Path], brow
     page.screenshot(path=str(out / "personas.png"), full_page=True)
 
     page.goto(f"{url}/console/status")
+    assert str(SELF_ID) in page.inner_text("#bridges .connected")  # the bridge's own account
     assert int(page.inner_text("#messages")) == len(CHAT)
     assert int(page.inner_text("#replies")) >= 2  # the two that addressed the bot
     page.screenshot(path=str(out / "status.png"), full_page=True)
@@ -257,6 +286,11 @@ def test_no_key_is_refused_and_bot_b_sees_nothing_of_a(
     b.goto(f"{url}/console/experiments")
     assert b.locator(".experiment").count() == 0
     assert b.goto(f"{url}/console/experiments/ctx/plot.svg").status == 404
+    b.close()
+    b = login(browser, url, KEY_B)
+    b.goto(f"{url}/console/status")
+    bridges = b.inner_text("#bridges")
+    assert str(SELF_ID) not in bridges and "HTTP 401" in bridges  # A's bridge does not answer B
     b.close()
     status, body = fetch(f"{url}/metrics", KEY_B)
     assert status == 200 and 'groupmind_messages_total{bot="bot-b"} 0.0' in body

@@ -25,7 +25,7 @@ from domain.scope import ChatScope
 from groupmind.console import views
 from groupmind.console.access import COOKIE, Access, key_of
 from groupmind.console.i18n import words
-from groupmind.console.metrics import exposition, model_up
+from groupmind.console.metrics import bridge_status, exposition, model_up
 from groupmind.wiring import Runtime
 from nodes.deps import ReplyDeps, ReplyThreads
 from nodes.forget import forget as erase
@@ -72,9 +72,7 @@ def on_server(url: str | None = None) -> Erase:
     async def forget(request: Request, bot: str, raw: dict[str, Any]) -> dict[str, Any]:
         from langgraph_sdk import get_client
 
-        key = key_of(request.headers.get("authorization"), request.headers.get("x-api-key"),
-                     request.cookies.get(COOKIE))  # fmt: skip
-        client = get_client(url=url or str(request.base_url).rstrip("/"), api_key=key)
+        client = get_client(url=url or str(request.base_url).rstrip("/"), api_key=_key(request))
         given = {k: v for k, v in raw.items() if v is not None}
         out: Any = await client.runs.wait(None, "forget", input=given)
         return dict(out) if isinstance(out, dict) else {"removed": {}}
@@ -249,8 +247,10 @@ def make_console(host: Host) -> Starlette:
 
     def status(request: Request, bot: str, deps: ReplyDeps) -> Response:
         runtime = host.runtime()
+        key = _key(request)
+        bridges = [bridge_status(url, bot, key) for url in runtime.settings.bridges]
         return render(request, bot, "status.html", status=views.status(runtime.engine, bot),
-                      model=model_up(runtime.settings))  # fmt: skip
+                      model=model_up(runtime.settings), bridges=bridges)  # fmt: skip
 
     def experiments(request: Request, bot: str, deps: ReplyDeps) -> Response:
         folder = host.runtime().settings.data_dir / "experiments"
@@ -324,10 +324,13 @@ def make_console(host: Host) -> Starlette:
     )
 
 
+def _key(request: Request) -> str | None:
+    return key_of(request.headers.get("authorization"), request.headers.get("x-api-key"),
+                  request.cookies.get(COOKIE))  # fmt: skip
+
+
 def _bot(request: Request, access: Access) -> str | None:
-    key = key_of(request.headers.get("authorization"), request.headers.get("x-api-key"),
-                 request.cookies.get(COOKIE))  # fmt: skip
-    return access.bot(key, request.client.host if request.client else None)
+    return access.bot(_key(request), request.client.host if request.client else None)
 
 
 def _scope(stream: str) -> ChatScope | None:

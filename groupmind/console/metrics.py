@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 from groupmind.settings import Settings
@@ -69,3 +70,27 @@ def exposition(bot: str, status: dict[str, Any], model: bool | None) -> bytes:
     registry = CollectorRegistry()
     registry.register(BotMetrics(bot, status, model))
     return generate_latest(registry)
+
+
+def bridge_status(url: str, bot: str, key: str | None) -> dict[str, Any]:
+    """What a bridge says of itself (its ``/metrics``, asked with the request's key): the
+    accounts connected for this bot, messages and backlog; or why it could not say."""
+    headers = {"X-Api-Key": key} if key else {}
+    try:
+        response = httpx.get(url.rstrip("/") + "/metrics", headers=headers, timeout=2.0)
+    except httpx.HTTPError as exc:
+        return {"url": url, "error": f"unreachable ({type(exc).__name__})"}
+    if response.status_code != 200:
+        return {"url": url, "error": f"HTTP {response.status_code}"}
+    connected, figures = [], {}
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            if sample.labels.get("bot") != bot:
+                continue  # another bot's bridge: nothing of it is shown
+            if sample.name == "groupmind_bridge_connected" and sample.value:
+                connected.append(sample.labels["self_id"])
+            elif sample.name.startswith("groupmind_bridge_"):
+                figures[sample.name.removeprefix("groupmind_bridge_")] = int(sample.value)
+    if not figures:
+        return {"url": url, "error": "not this bot's bridge"}
+    return {"url": url, "connected": sorted(connected), **figures}
