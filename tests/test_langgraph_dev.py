@@ -420,6 +420,7 @@ def test_the_console_runs_beside_the_graphs_behind_the_same_keys(
     metrics = get("/metrics", KEY_A)
     assert metrics.status_code == 200 and 'groupmind_messages_total{bot="bot-a"}' in metrics.text
     assert get("/metrics", None).status_code == 401
+    assert get("/info", None).json().get("version")  # the server's own /info, for Studio
     assert 'groupmind_messages_total{bot="bot-b"} 0.0' in get("/metrics", KEY_B).text
 
     erased = httpx.post(f"{url}/console/forget", headers={"x-api-key": KEY_A}, timeout=60,
