@@ -423,6 +423,13 @@ def test_the_console_runs_beside_the_graphs_behind_the_same_keys(
     assert get("/info", None).json().get("version")  # the server's own /info, for Studio
     assert 'groupmind_messages_total{bot="bot-b"} 0.0' in get("/metrics", KEY_B).text
 
+    # a form's store calls run off the server's event loop (it refuses blocking calls there)
+    hits = httpx.get(f"{url}/console/memory", params={"chat": stream, "q": "柯基"},
+                     headers={"x-api-key": KEY_A}, timeout=30).text  # fmt: skip
+    assert "柯基" in hits
+    gone = httpx.post(f"{url}/console/memory/forget", headers={"x-api-key": KEY_B}, timeout=30,
+                      data={"id": "no-such-memory", "chat": stream})  # fmt: skip
+    assert gone.status_code == 303 and gone.headers["location"].endswith("0")
     erased = httpx.post(f"{url}/console/forget", headers={"x-api-key": KEY_A}, timeout=60,
                         data={"chat": stream, "confirm": "yes"})  # fmt: skip
     assert erased.status_code == 200 and 'id="removed"' in erased.text, erased.text[-2000:]

@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
+from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
@@ -58,8 +59,11 @@ def in_process(runtime: Runtime, threads: Callable[[str], ReplyThreads]) -> Eras
     """Forget in this process: the stores, the reply threads of a checkpointer."""
 
     async def forget(request: Request, bot: str, raw: dict[str, Any]) -> dict[str, Any]:
-        deps = replace(runtime.deps_for(bot), reply_threads=threads(bot))
-        return await asyncio.to_thread(erase, validate_request(raw, deps), deps)
+        def run() -> dict[str, Any]:
+            deps = replace(runtime.deps_for(bot), reply_threads=threads(bot))
+            return erase(validate_request(raw, deps), deps)
+
+        return await asyncio.to_thread(run)
 
     return forget
 
@@ -89,6 +93,25 @@ def make_console(host: Host) -> Starlette:
             if bot is None:
                 return _login(request, host.access(), status=401)
             return handler(request, bot, host.runtime().deps_for(bot))
+
+        return endpoint
+
+    def posted(
+        handler: Callable[[Request, FormData, str, ReplyDeps], Response],
+    ) -> Callable[[Request], Awaitable[Response]]:
+        """A form's endpoint: the form read here, the handler's store calls off the event
+        loop (a LangGraph server refuses blocking calls on it)."""
+
+        async def endpoint(request: Request) -> Response:
+            form = await request.form()
+            bot = _bot(request, host.access())
+            if bot is None:
+                return _login(request, host.access(), status=401)
+
+            def run() -> Response:
+                return handler(request, form, bot, host.runtime().deps_for(bot))
+
+            return await asyncio.to_thread(run)
 
         return endpoint
 
@@ -136,12 +159,7 @@ def make_console(host: Host) -> Starlette:
         return render(request, bot, "memory.html", chat=stream, q=query, hits=found,
                       chats=views.chats(host.runtime().engine, bot))  # fmt: skip
 
-    async def forget_memory(request: Request) -> Response:
-        form = await request.form()
-        bot = _bot(request, host.access())
-        if bot is None:
-            return _login(request, host.access(), status=401)
-        deps = host.runtime().deps_for(bot)
+    def forget_memory(request: Request, form: FormData, bot: str, deps: ReplyDeps) -> Response:
         memory_id = str(form.get("id", ""))
         found = deps.events.get([memory_id])  # this bot's only: another's id finds nothing
         if found:
@@ -166,12 +184,7 @@ def make_console(host: Host) -> Starlette:
             request, bot, "jobs.html", jobs=rows, status=status or "", counts=deps.jobs.counts()
         )
 
-    async def retry(request: Request) -> Response:
-        form = await request.form()
-        bot = _bot(request, host.access())
-        if bot is None:
-            return _login(request, host.access(), status=401)
-        deps = host.runtime().deps_for(bot)
+    def retry(request: Request, form: FormData, bot: str, deps: ReplyDeps) -> Response:
         row = deps.jobs.get(str(form.get("request_id", "")))
         notice = "no such job"
         if row is not None and row.status == "failed":
@@ -194,12 +207,7 @@ def make_console(host: Host) -> Starlette:
             request, bot, "personas.html", personas=deps.personas.list_personas(), serves=serves
         )
 
-    async def save_persona(request: Request) -> Response:
-        form = await request.form()
-        bot = _bot(request, host.access())
-        if bot is None:
-            return _login(request, host.access(), status=401)
-        deps = host.runtime().deps_for(bot)
+    def save_persona(request: Request, form: FormData, bot: str, deps: ReplyDeps) -> Response:
         aliases = [a.strip() for a in str(form.get("aliases", "")).split(",") if a.strip()]
         try:
             persona = Persona(
@@ -225,8 +233,8 @@ def make_console(host: Host) -> Starlette:
         bot = _bot(request, host.access())
         if bot is None:
             return _login(request, host.access(), status=401)
-        runtime = host.runtime()
-        deps = runtime.deps_for(bot)
+        runtime = await asyncio.to_thread(host.runtime)
+        deps = await asyncio.to_thread(runtime.deps_for, bot)
         user_id, chat = str(form.get("user_id", "")).strip(), str(form.get("chat", "")).strip()
         scope = _scope(chat)
         raw = {"platform": scope.platform if scope else runtime.settings.default_platform,
@@ -308,12 +316,12 @@ def make_console(host: Host) -> Starlette:
             Route("/console/chats", page(chats)),
             Route("/console/chats/{stream:path}", page(chat)),
             Route("/console/memory", page(memory)),
-            Route("/console/memory/forget", forget_memory, methods=["POST"]),
+            Route("/console/memory/forget", posted(forget_memory), methods=["POST"]),
             Route("/console/people", page(people)),
             Route("/console/jobs", page(jobs)),
-            Route("/console/jobs/retry", retry, methods=["POST"]),
+            Route("/console/jobs/retry", posted(retry), methods=["POST"]),
             Route("/console/personas", page(personas)),
-            Route("/console/personas", save_persona, methods=["POST"]),
+            Route("/console/personas", posted(save_persona), methods=["POST"]),
             Route("/console/forget", page(forget_page)),
             Route("/console/forget", forget, methods=["POST"]),
             Route("/console/status", page(status)),
