@@ -76,6 +76,13 @@ class ChatScope:
         (last) may hold anything and two chats never share a key."""
         return KEY_SEPARATOR.join((self.platform, self.chat_type, self.chat_id))
 
+    @classmethod
+    def from_key(cls, key: str) -> ChatScope:
+        """``qq:group:1001`` read back (ValueError naming the part that is wrong)."""
+        platform, _, rest = key.partition(KEY_SEPARATOR)
+        chat_type, _, chat_id = rest.partition(KEY_SEPARATOR)
+        return cls(platform=platform, chat_type=chat_type, chat_id=chat_id)  # type: ignore[arg-type]
+
     def persona_key(self, persona_id: str) -> str:
         """``qq:group:1001:xiaoai``: one persona's conversation in the chat (the persona id
         holds no separator, so it is read back from the right)."""

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -652,9 +653,15 @@ class ChatStateRegistry(Protocol):
     def forget(self, stream: str) -> int: ...
 
 
+def usage_id(stream: str, persona_id: str, message_id: str) -> str:
+    """The context-usage record of a reply: one per stream, persona and message (JSON, not
+    a joined string: ids may hold any separator)."""
+    return json.dumps([stream, persona_id, message_id], ensure_ascii=False)
+
+
 @dataclass(kw_only=True)
 class ContextUsage:
-    """seed 004 §4.2."""
+    """seed 004 §4.2; ``context_id``: ``usage_id`` of the message."""
 
     context_id: str
     platform: str

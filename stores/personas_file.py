@@ -75,10 +75,10 @@ class PersonaBook(BaseModel):
     @classmethod
     def _chat_keys(cls, value: dict[str, str]) -> dict[str, str]:
         for key, persona_id in value.items():
-            platform, _, rest = key.partition(KEY_SEPARATOR)
-            chat_type, _, chat_id = rest.partition(KEY_SEPARATOR)
-            if not (platform and chat_id) or chat_type not in ("group", "private"):
-                raise ValueError(f"{key!r}: a chat is platform:group|private:chat_id")
+            try:
+                ChatScope.from_key(key)
+            except ValueError:
+                raise ValueError(f"{key!r}: a chat is platform:group|private:chat_id") from None
             if KEY_SEPARATOR in persona_id:
                 raise ValueError(f"{key!r}: a persona id holds no {KEY_SEPARATOR!r}")
         return value

@@ -9,25 +9,18 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, case, func, select
 
 from domain.scope import ChatScope
 from groupmind.experiment.report import table
 from groupmind.profiles import profile_json
 from nodes.deps import ReplyDeps
-from stores.base import EventQuery, EventRecord, profile_view
+from stores.base import EventQuery, EventRecord, profile_view, usage_id
 from stores.sql.chats import chat_overview
 from stores.sql.covered import mine
-from stores.sql.schema import EventDocRow, MemoryJobRow, MessageRow
+from stores.sql.schema import MessageRow
 
 FOREVER = 4_102_444_800.0  # 2100-01-01: "before" for a chat's latest messages
-
-
-def scope_of(stream: str) -> ChatScope:
-    """``qq:group:1001`` as a scope (ValueError naming the part that is wrong)."""
-    platform, _, rest = stream.partition(":")
-    chat_type, _, chat_id = rest.partition(":")
-    return ChatScope(platform=platform, chat_type=chat_type, chat_id=chat_id)  # type: ignore[arg-type]
 
 
 def chats(engine: Engine, bot: str) -> list[dict[str, Any]]:
@@ -43,8 +36,8 @@ def chat_messages(
     rows = []
     for m in messages:
         row: dict[str, Any] = {**asdict(m), "usage": None}
-        key = json.dumps([stream, persona_id, m.message_id], ensure_ascii=False)
-        usage = deps.context_usage.get(key) if not m.from_bot else None
+        key = usage_id(stream, persona_id, m.message_id)
+        usage = None if m.from_bot else deps.context_usage.get(key)
         if usage is not None:
             memories = {e.id: e.text for e in deps.events.get(usage.memory_ids)}
             row["usage"] = {
@@ -109,41 +102,28 @@ def person(
     return data
 
 
-def status(engine: Engine, bot: str, window_s: float = 600.0) -> dict[str, Any]:
-    """Counts that a replayed chat moves: messages and replies (totals, and per minute over
-    the last ten minutes by message time), the queue, the memories."""
-    since = time.time() - window_s
+def status(deps: ReplyDeps, engine: Engine, window_s: float = 600.0) -> dict[str, Any]:
+    """Counts that a replayed chat moves: users' messages and the bot's replies (totals, and
+    per minute over the last ten minutes by message time), the queue, the memories."""
+    recent = func.sum(case((MessageRow.timestamp >= time.time() - window_s, 1), else_=0))
     with engine.connect() as conn:
-        said = dict(
-            conn.execute(
-                select(MessageRow.from_bot, func.count())
-                .where(mine(MessageRow, bot))
+        said = {
+            from_bot: (int(total), int(late or 0))
+            for from_bot, total, late in conn.execute(
+                select(MessageRow.from_bot, func.count(), recent)
+                .where(mine(MessageRow, deps.bot_id))
                 .group_by(MessageRow.from_bot)
-            ).all()
-        )
-        recent = dict(
-            conn.execute(
-                select(MessageRow.from_bot, func.count())
-                .where(mine(MessageRow, bot), MessageRow.timestamp >= since)
-                .group_by(MessageRow.from_bot)
-            ).all()
-        )
-        jobs = dict(
-            conn.execute(
-                select(MemoryJobRow.status, func.count())
-                .where(mine(MemoryJobRow, bot))
-                .group_by(MemoryJobRow.status)
-            ).all()
-        )
-        events = conn.execute(select(func.count()).where(mine(EventDocRow, bot))).scalar_one()
+            )
+        }
+    (messages, new), (replies, answered) = said.get(False, (0, 0)), said.get(True, (0, 0))
     minutes = window_s / 60
     return {
-        "messages": int(said.get(False, 0)),
-        "replies": int(said.get(True, 0)),
-        "messages_per_minute": round(recent.get(False, 0) / minutes, 2),
-        "replies_per_minute": round(recent.get(True, 0) / minutes, 2),
-        "jobs": {str(k): int(v) for k, v in jobs.items()},
-        "memories": int(events),
+        "messages": messages,
+        "replies": replies,
+        "messages_per_minute": round(new / minutes, 2),
+        "replies_per_minute": round(answered / minutes, 2),
+        "jobs": deps.jobs.counts(),
+        "memories": deps.events.count(),
     }
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from domain.scope import CHAT_TYPES, ChatScope
+from domain.scope import ChatScope
 from state.validation import InputError
 
 
@@ -37,10 +37,10 @@ class Report:
 
 def chat_of(value: str, platform: str, option: str = "--chat") -> ChatScope:
     """``group:1001`` or ``private:42`` as a scope on ``platform``."""
-    kind, sep, chat_id = value.partition(":")
-    if not sep or kind not in CHAT_TYPES or not chat_id:
-        raise InputError(option, f"{value!r}: expected group:ID or private:USER_ID")
-    return ChatScope(platform=platform, chat_type=kind, chat_id=chat_id)
+    try:
+        return ChatScope.from_key(f"{platform}:{value}")
+    except ValueError:
+        raise InputError(option, f"{value!r}: expected group:ID or private:USER_ID") from None
 
 
 def chat_map(pairs: list[str], platform: str) -> dict[str, ChatScope]:

@@ -30,7 +30,7 @@ from state.reply import (
     current_message,
     handled,
 )
-from stores.base import ContextUsage, StoredMessage
+from stores.base import ContextUsage, StoredMessage, usage_id
 
 log = logging.getLogger("groupmind.reply")
 MAX_RECENT = 10
@@ -46,7 +46,7 @@ def _request_id(stream: str, persona_id: str, last_message_id: str, user_id: str
 
 def context_id(msg: ChatMessage) -> str:
     """The context-usage record of a reply: one per stream, persona and message."""
-    return json.dumps([msg.stream, msg.persona_id, msg.message_id], ensure_ascii=False)
+    return usage_id(msg.stream, msg.persona_id, msg.message_id)
 
 
 def jobs_from_buffer(
