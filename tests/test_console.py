@@ -28,6 +28,7 @@ from tests.conftest import _free_port
 from tests.onebot_standin import SELF_ID, Implementation
 from tests.test_cli import cli_on
 from tests.test_experiment_cli import context_dataset
+from tests.test_forget_scan import traces
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [
@@ -46,7 +47,7 @@ SAID = [
     ("10001", "小明", "@小爱 我下周三去北京出差，有什么推荐的吗", ["bot-a"]),
     ("10002", "阿强", "我最近在学 LangGraph 的检查点", []),
     ("10002", "阿强", "@小爱 你知道小明去哪出差吗", ["bot-a"]),
-    ("10003", "莉莉", "我养了一只橘猫叫橘子", []),
+    ("10003", "莉莉", "我养了一只暹罗猫叫芝麻糊", []),
 ]
 CHAT = [
     {"message_id": f"m{n}", "platform": "qq", "chat_type": "group", "chat_id": "1001",
@@ -316,25 +317,29 @@ def test_forget_a_person_in_a_chat_after_a_confirmation(
 ) -> None:
     url, tmp = console
     page = login(browser, url, KEY_A)
-    page.goto(f"{url}/console/memory?chat=qq:group:1001&q=橘猫")
-    assert "橘猫" in page.inner_text("#hits")
-    page.goto(f"{url}/console/forget")
-    form = page.locator("#forget-form")
-    form.locator("[name=user_id]").fill("10003")
-    form.locator("[name=chat]").fill("qq:group:1001")
-    form.locator("button").click()
+    said = ["暹罗猫", "芝麻糊"]  # only 莉莉 (10003) said them (the experiment's demo chat neither)
+    assert traces(tmp / "data", said)  # in the stores before
+
+    def ask(confirm: bool) -> None:
+        page.goto(f"{url}/console/forget")
+        form = page.locator("#forget-form")
+        form.locator("[name=user_id]").fill("10003")
+        form.locator("[name=chat]").fill("qq:group:1001")
+        if confirm:
+            page.check("#confirm")
+        form.locator("button").click()
+
+    ask(confirm=False)
     assert "not confirmed" in page.inner_text("#error")  # nothing without the confirmation
-    page.goto(f"{url}/console/memory?chat=qq:group:1001&q=橘猫")
-    assert "橘猫" in page.inner_text("#hits")
-    page.goto(f"{url}/console/forget")
-    form.locator("[name=user_id]").fill("10003")
-    form.locator("[name=chat]").fill("qq:group:1001")
-    page.check("#confirm")
-    form.locator("button").click()
+    page.goto(f"{url}/console/memory?chat=qq:group:1001&q=暹罗猫")
+    assert "暹罗猫" in page.inner_text("#hits")
+    ask(confirm=True)
     removed = page.inner_text("#removed")
     page.screenshot(path=str(shots(tmp) / "forgotten.png"), full_page=True)
     counts = dict(line.split("\t") for line in removed.splitlines()[1:])
     assert int(counts["events"]) >= 1 and int(counts["messages"]) >= 1
-    page.goto(f"{url}/console/memory?chat=qq:group:1001&q=橘猫")
-    assert "橘猫" not in page.inner_text("#hits")
+    page.goto(f"{url}/console/memory?chat=qq:group:1001&q=暹罗猫")
+    assert "暹罗猫" not in page.inner_text("#hits")
     page.close()
+    # every file of the data dir read byte by byte: their words are gone from the disk too
+    assert traces(tmp / "data", said) == {}

@@ -60,7 +60,9 @@ def in_process(runtime: Runtime, threads: Callable[[str], ReplyThreads]) -> Eras
 
     async def forget(request: Request, bot: str, raw: dict[str, Any]) -> dict[str, Any]:
         def run() -> dict[str, Any]:
-            deps = replace(runtime.deps_for(bot), reply_threads=threads(bot))
+            deps = replace(
+                runtime.deps_for(bot), reply_threads=threads(bot), compact=runtime.compact
+            )  # the engines let go of what they keep of it on disk, as the CLI's forget does
             return erase(validate_request(raw, deps), deps)
 
         return await asyncio.to_thread(run)
@@ -164,6 +166,7 @@ def make_console(host: Host) -> Starlette:
         found = deps.events.get([memory_id])  # this bot's only: another's id finds nothing
         if found:
             deps.events.remove([memory_id])
+            host.runtime().compact()  # its text gone from the engines' free pages and logs
         notice = f"{words(request.cookies.get('lang', 'zh'))['removed']}: {len(found)}"
         back = {"chat": str(form.get("chat", "")), "q": str(form.get("q", "")), "notice": notice}
         return RedirectResponse(f"/console/memory?{urlencode(back)}", status_code=303)
@@ -257,7 +260,7 @@ def make_console(host: Host) -> Starlette:
         runtime = host.runtime()
         key = _key(request)
         bridges = [bridge_status(url, bot, key) for url in runtime.settings.bridges]
-        return render(request, bot, "status.html", status=views.status(runtime.engine, bot),
+        return render(request, bot, "status.html", status=views.status(deps, runtime.engine),
                       model=model_up(runtime.settings), bridges=bridges)  # fmt: skip
 
     def experiments(request: Request, bot: str, deps: ReplyDeps) -> Response:
@@ -277,7 +280,8 @@ def make_console(host: Host) -> Starlette:
         if bot is None:
             return PlainTextResponse("a valid bot API key is required", 401)
         runtime = host.runtime()
-        body = exposition(bot, views.status(runtime.engine, bot), model_up(runtime.settings))
+        status = views.status(runtime.deps_for(bot), runtime.engine)
+        body = exposition(bot, status, model_up(runtime.settings))
         return Response(body, media_type="text/plain; version=0.0.4")
 
     async def login(request: Request) -> Response:
@@ -343,7 +347,7 @@ def _bot(request: Request, access: Access) -> str | None:
 
 def _scope(stream: str) -> ChatScope | None:
     try:
-        return views.scope_of(stream) if stream else None
+        return ChatScope.from_key(stream) if stream else None
     except ValueError:
         return None
 
