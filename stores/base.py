@@ -303,6 +303,11 @@ class MemoryStore(EventStore, Protocol):
         """Erase these memories, wherever they are stored."""
         ...
 
+    def stored(self, ids: Sequence[str]) -> set[str]:
+        """Those of ``ids`` written whole, on every side (``get`` also returns an event a
+        crash left on the first side only)."""
+        ...
+
     def strengths(self, ids: Sequence[str]) -> dict[str, Strength]:
         """What decides these memories' retention (none for one never written)."""
         ...

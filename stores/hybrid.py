@@ -382,6 +382,9 @@ class HybridEventStore:
                 removed[scope.key] = len(weak)
         return removed
 
+    def stored(self, ids: Sequence[str]) -> set[str]:
+        return {e.id for e in self.lexical.get(ids)}  # SQL is written second
+
     def strengths(self, ids: Sequence[str]) -> dict[str, Strength]:
         return self.strength.of(ids) if self.strength is not None else {}
 

@@ -169,7 +169,8 @@ def import_summaries(
     tick(len(events) - len(unique))
     for start in range(0, len(unique), BATCH):
         batch = unique[start : start + BATCH]
-        stored = {e.id for e in deps.events.get([e.id for e in batch])}
+        # whole on both sides; one a crash left in Chroma only is written again
+        stored = deps.events.stored([e.id for e in batch])
         new = [e for e in batch if e.id not in stored]
         for event in [] if dry_run else new:
             deps.events.upsert(event)  # embedded and stored on both sides, one by one
