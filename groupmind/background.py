@@ -10,6 +10,8 @@ import time
 from groupmind.worker import MemoryWorker
 
 log = logging.getLogger("groupmind.worker")
+REPLY_GAP_S = 0.001  # "no reply in flight": the last one ended at least this long ago
+STEP_YIELD_S = 0.2
 
 
 class BackgroundWorker:
@@ -17,6 +19,7 @@ class BackgroundWorker:
         self, worker: MemoryWorker, wake: threading.Event, poll_s: float = 1.0, yield_s: float = 1.0
     ) -> None:
         self.worker, self.wake, self.poll_s, self.yield_s = worker, wake, poll_s, yield_s
+        worker.between_steps = self._between_steps
         self._stop = threading.Event()
         self._idle = threading.Event()
         self._thread = threading.Thread(target=self._run, name="groupmind-memory", daemon=True)
@@ -39,6 +42,11 @@ class BackgroundWorker:
                 self._idle.set()
                 self.wake.wait(self.poll_s)
                 self._idle.clear()
+
+    def _between_steps(self) -> None:
+        # Within a job: wait out the reply in flight (a step is milliseconds; replies come
+        # first), never more than STEP_YIELD_S a step, so a busy chat cannot starve memory.
+        self.worker.deps.foreground.wait_quiet(REPLY_GAP_S, STEP_YIELD_S)
 
     def drain(self, timeout_s: float = 120.0, *, retries: bool = False) -> bool:
         """Wait until no job is due or running (a CLI run that must finish its memory);

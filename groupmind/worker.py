@@ -118,8 +118,12 @@ class MemoryWorker:
         context: Context | None = None,
         worker_id: str | None = None,
         clock: Callable[[], float] = time.time,
+        between_steps: Callable[[], None] | None = None,
     ) -> None:
         self.tenants = tenants
+        # Called after each step of a job's graph: the in-process worker waits there while
+        # a reply is in flight, so a reply meets at most one step of a job, not a whole job.
+        self.between_steps = between_steps
         self.board = board
         self.bot = bot  # whose jobs ``submit`` queues and ``run_next(request_id)`` takes
         self.deps = deps = tenants.deps_for(bot)
@@ -197,12 +201,17 @@ class MemoryWorker:
             with self._heartbeat(jobs, row.request_id):
                 pending = graph.get_state(config).next
                 # A run that stopped mid-way (error or kill -9) resumes at the unfinished step.
-                out = graph.invoke(
+                out: dict[str, Any] = {}
+                for values in graph.stream(
                     None if pending else row.payload,
                     config,
                     context=self.context,
                     durability="sync",
-                )
+                    stream_mode="values",
+                ):
+                    out = values
+                    if self.between_steps is not None:
+                        self.between_steps()
         except InputError as exc:  # the job itself is refused (or NotAllowed): no retry helps
             jobs.fail(row.request_id, str(exc), retry_at=None)
             return Outcome(row.request_id, "failed", error=str(exc), attempts=row.attempts)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -14,6 +15,7 @@ import pytest
 
 from domain.scope import ChatScope
 from graphs.memory import build_memory_graph
+from groupmind import background
 from groupmind.checkpoint import make_checkpointer
 from groupmind.session import open_session
 from groupmind.settings import Settings
@@ -151,3 +153,42 @@ def test_job_unrunnable_fail_fails_it_once_with_the_reason(tmp_path: Path, deps:
     assert row is not None and row.status == "failed" and row.attempts == 1
     assert "needs a chat model" in (row.last_error or "")
     assert worker.run_next() is None
+
+
+def test_the_in_process_worker_waits_out_a_reply_between_steps(
+    tmp_path: Path, deps: Deps, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job that meets a reply in flight stops at its next step until the reply is done."""
+    monkeypatch.setattr(background, "STEP_YIELD_S", 30.0)
+    worker, _ = make_worker(tmp_path, deps, failures=0)
+    foreground = worker.deps.foreground
+    foreground.stale_s = 60.0
+    foreground.enter("qq:group:1001")  # a reply in flight for the whole first part
+    bg = background.BackgroundWorker(worker, threading.Event(), poll_s=0.05, yield_s=0.0)
+    reached: list[float] = []
+    pause = worker.between_steps
+    assert pause is not None
+
+    def counted() -> None:
+        reached.append(time.monotonic())
+        pause()
+
+    worker.between_steps = counted
+    worker.submit(job())
+    bg.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not reached and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert reached, "the job never reached a step boundary"
+        time.sleep(0.3)
+        assert len(reached) == 1  # held at its first boundary while the reply runs
+        row = worker.jobs.get("r1")
+        assert row is not None and row.status == "running"
+        foreground.leave("qq:group:1001")
+        assert bg.drain(30)
+        row = worker.jobs.get("r1")
+        assert row is not None and row.status == "done"
+        assert len(reached) > 1  # the rest of the steps ran once the reply was done
+    finally:
+        bg.stop()
