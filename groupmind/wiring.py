@@ -36,6 +36,7 @@ from stores.chroma import ChromaEventStore, make_client
 from stores.compact import compact_postgres, compact_sqlite, purge_chroma
 from stores.hybrid import HybridEventStore
 from stores.personas_file import FilePersonaStore
+from stores.scope_postings import ScopePostings
 from stores.scope_vectors import ScopeVectors
 from stores.sql import (
     SqlChatStates,
@@ -58,6 +59,7 @@ class Shared:
     """What every bot's stores of one process share."""
 
     held: ScopeVectors
+    postings: ScopePostings
     pool: ThreadPoolExecutor
     personas: FilePersonaStore
     stickers: StickerIndex
@@ -161,6 +163,7 @@ def build_runtime(settings: Settings, *, checkpoints: bool = True) -> Runtime:
 def shared_parts(settings: Settings, engine: Engine, client: Any, embeddings: Embeddings) -> Shared:
     return Shared(
         held=ScopeVectors(max_vectors=settings.vectors_held),
+        postings=ScopePostings(max_events=settings.vectors_held),
         pool=ThreadPoolExecutor(max_workers=3, thread_name_prefix="hybrid"),
         personas=FilePersonaStore(
             settings.resolved_personas_file, fallback=SqlPersonaStore(engine)
@@ -203,7 +206,7 @@ def tenant_deps(
                 owner=settings.owner,
                 default_platform=settings.default_platform,
             ),
-            SqlLexicalIndex(engine, bot=bot),
+            SqlLexicalIndex(engine, bot=bot, held=shared.postings),
             bot=bot,
             held=shared.held,
             pool=shared.pool,

@@ -3,8 +3,9 @@
 Chroma's sparse/BM25 search exists only in Chroma Cloud ("Search is not implemented for
 Local Chroma", chromadb 1.5), so the lexical half of hybrid retrieval lives here: postings
 per event in ``event_terms`` (jieba for Chinese, Snowball for English), scored in Python
-over the rows the scope and filters admit. Every process sees every write at once; there
-is no in-memory index to go stale.
+over the rows the scope and filters admit. Every process sees every write at once: a busy
+scope's postings may be held in memory (``stores.scope_postings``), but they answer only at
+the version SQL lists for the scope, as held vectors do.
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Engine, delete, func, insert, select
+from sqlalchemy import Engine, bindparam, delete, func, insert, select, text
 from sqlalchemy.orm import Session
 
 from domain.scope import ChatScope, ForgetTarget
 from stores.base import EventHit, EventQuery, EventRecord, Member, Said, ScopeMembers
 from stores.packed import pack, unpack
 from stores.people import People, people_of
+from stores.scope_postings import ScopePostings
 from stores.sql.covered import chunks, covered, mine, tenant
 from stores.sql.schema import EventDocRow, EventStrengthRow, EventTermRow
 from stores.text import terms
@@ -36,14 +38,16 @@ MAX_QUERY_TERMS = 32
 PRUNE_FROM_DOCS = 1000
 PRUNE_ABOVE_SHARE = 0.25
 SCOPE_CACHE_MAX = 256  # scopes whose member lists are kept
+SQLITE_TERMS_KEY = "sqlite_autoindex_event_terms_1"  # event_terms' primary key, in SQLite
 
 
 class SqlLexicalIndex:
     """One bot's keyword index: every read and write is this bot's only."""
 
-    def __init__(self, engine: Engine, *, bot: str) -> None:
+    def __init__(self, engine: Engine, *, bot: str, held: ScopePostings | None = None) -> None:
         self.engine = engine
         self.bot = tenant(bot)
+        self.held = held  # postings of busy scopes in memory (None: SQL answers every search)
         self._scopes: dict[tuple[ChatScope, str | None], ScopeMembers] = {}
         self._people: dict[tuple[ChatScope, str | None], tuple[Any, People]] = {}
         self._lock = threading.Lock()
@@ -129,6 +133,19 @@ class SqlLexicalIndex:
         wanted = list(dict.fromkeys(t[:64] for t in terms(query.text)))[:MAX_QUERY_TERMS]
         if not wanted:
             return []
+        if members is not None and members.rows and query.plain and self.held is not None:
+            n_docs = len(members.rows)
+            best = self.held.search(
+                (self.bot, query.scope, query.persona_id),
+                members,
+                wanted,
+                query.top_k,
+                lambda terms, df: pruned(terms, df, n_docs),
+                (K1, B, members.length / n_docs or 1.0),
+                lambda ids: self._scope_postings(query, ids),
+            )
+            if best is not None:
+                return self._hits(best, query)
         with self.engine.connect() as conn:
             if members is not None:
                 n_docs, avg_len = len(members.rows), members.length / max(len(members.rows), 1)
@@ -145,7 +162,9 @@ class SqlLexicalIndex:
             postings = conn.execute(_postings(query, wanted, self.bot)).all()
         if not postings:
             return []
-        best = bm25_top(postings, n_docs, float(avg_len or 1.0), query.top_k)
+        return self._hits(bm25_top(postings, n_docs, float(avg_len or 1.0), query.top_k), query)
+
+    def _hits(self, best: list[tuple[str, float]], query: EventQuery) -> list[EventHit]:
         events = {e.id: e for e in self.get([event_id for event_id, _ in best])}
         return [
             EventHit(events[event_id], score)
@@ -153,13 +172,40 @@ class SqlLexicalIndex:
             if event_id in events and query.admits(events[event_id])
         ]
 
+    def _scope_postings(self, query: EventQuery, ids: Sequence[str] | None) -> list[Any]:
+        """(event_id, term, tf, length) of the query's scope and persona, or of these events."""
+        cols = (EventTermRow.event_id, EventTermRow.term, EventTermRow.tf, EventTermRow.length)
+        with self.engine.connect() as conn:
+            if ids is None:
+                whole = select(*cols).where(
+                    mine(EventTermRow, self.bot),
+                    EventTermRow.platform == query.platform,
+                    EventTermRow.chat_type == query.chat_type,
+                    EventTermRow.chat_id == query.chat_id,
+                )
+                if query.persona_id is not None:
+                    whole = whole.where(EventTermRow.persona_id == query.persona_id)
+                return list(conn.execute(whole).all())
+            listed = EventTermRow.event_id.in_(bindparam("ids", expanding=True))
+            stmt: Any = select(*cols).where(mine(EventTermRow, self.bot), listed)
+            if conn.dialect.name == "sqlite":
+                # Without statistics SQLite reads these by the covering scope index, all of
+                # the bot's postings (~2.7 s at 1M events); the primary key finds each event's.
+                stmt = text(
+                    "SELECT event_id, term, tf, length FROM event_terms INDEXED BY "
+                    f"{SQLITE_TERMS_KEY} WHERE bot_id = :bot AND event_id IN :ids"
+                ).bindparams(bindparam("bot", self.bot), bindparam("ids", expanding=True))
+            return [row for part in chunks(list(ids)) for row in conn.execute(stmt, {"ids": part})]
+
     def _prune(self, conn: Any, query: EventQuery, wanted: list[str], n_docs: int) -> list[str]:
-        scope = (
+        scope: list[Any] = [
             mine(EventTermRow, self.bot),
             EventTermRow.platform == query.platform,
             EventTermRow.chat_type == query.chat_type,
             EventTermRow.chat_id == query.chat_id,
-        )
+        ]
+        if query.persona_id is not None:  # as the postings read: the held path counts so too
+            scope.append(EventTermRow.persona_id == query.persona_id)
         df = dict(
             conn.execute(
                 select(EventTermRow.term, func.count())
@@ -167,8 +213,7 @@ class SqlLexicalIndex:
                 .group_by(EventTermRow.term)
             ).all()
         )
-        kept = [t for t in wanted if 0 < df.get(t, 0) <= PRUNE_ABOVE_SHARE * n_docs]
-        return kept or sorted(wanted, key=lambda t: df.get(t, 0))[:1]
+        return pruned(wanted, df, n_docs)
 
     def scope_members(self, query: EventQuery, limit: int) -> ScopeMembers | None:
         """Every event the query's scope and filters admit, or None when there are more
@@ -319,6 +364,17 @@ class SqlLexicalIndex:
         with self._lock:
             self._scopes.clear()
             self._people.clear()
+        if self.held is not None:
+            self.held.discard(set(ids))
+
+
+def pruned(wanted: list[str], df: dict[str, int], n_docs: int) -> list[str]:
+    """The query terms worth reading in a large scope: none in over a quarter of its events
+    (the rarest kept if every term is that common)."""
+    if n_docs < PRUNE_FROM_DOCS:
+        return wanted
+    kept = [t for t in wanted if 0 < df.get(t, 0) <= PRUNE_ABOVE_SHARE * n_docs]
+    return kept or sorted(wanted, key=lambda t: df.get(t, 0))[:1]
 
 
 def index_text(event: EventRecord) -> str:
