@@ -33,6 +33,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -181,6 +182,20 @@ def jobs(count: int) -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
+def machine_cpu_s() -> tuple[float, float]:
+    """(busy, idle) CPU seconds of the whole machine since boot, every core (/proc/stat)."""
+    fields = [float(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:8]]
+    tick = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields) - idle) / tick, idle / tick
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of one running process (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (float(fields[11]) + float(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
 def chroma_server(path: Path) -> Iterator[int]:
     port = free_port()
@@ -190,6 +205,7 @@ def chroma_server(path: Path) -> Iterator[int]:
          "--host", "127.0.0.1", "--port", str(port)],
         stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
     )  # fmt: skip
+    CHROMA_PIDS.append(proc.pid)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -202,6 +218,7 @@ def chroma_server(path: Path) -> Iterator[int]:
                 time.sleep(0.3)
         yield port
     finally:
+        CHROMA_PIDS.remove(proc.pid)
         proc.terminate()
         proc.wait(30)
 
@@ -221,6 +238,11 @@ def drain(env: dict[str, str], workers: int, count: int) -> dict[str, Any]:
     for job in jobs(count):
         worker.submit({**job, "request_id": f"{job['request_id']}-{uuid.uuid4().hex[:6]}"})
     cmd = [str(Path(sys.executable).parent / "groupmind"), "worker", "--once"]
+    # Where the cores go: the workers (reaped children), the Chroma server, the machine.
+    chroma0 = sum(map(process_cpu_s, CHROMA_PIDS))
+    children0 = _children_cpu_s()
+    busy0, idle0 = machine_cpu_s()
+    t0 = time.monotonic()
     procs = [
         subprocess.Popen(
             cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT
@@ -233,12 +255,25 @@ def drain(env: dict[str, str], workers: int, count: int) -> dict[str, Any]:
         for line in out.splitlines():
             status = json.loads(line).get("status", "?")
             statuses[status] = statuses.get(status, 0) + 1
+    wall = time.monotonic() - t0
+    busy1, idle1 = machine_cpu_s()
+    cpu = {"wall_s": wall, "workers_s": _children_cpu_s() - children0,
+           "chroma_s": sum(map(process_cpu_s, CHROMA_PIDS)) - chroma0,
+           "machine_busy_s": busy1 - busy0, "machine_s": busy1 + idle1 - busy0 - idle0}  # fmt: skip
     # when each job was done, from its row: the span excludes the processes' start-up
     rows = runtime.board.list("done", count + 10)
     finished = sorted(r.updated_at for r in rows)
     span = finished[-1] - finished[0] if len(finished) > 1 else float("nan")
     return {"workers": workers, "jobs": len(finished), "statuses": statuses,
-            "jobs_per_s": (len(finished) - 1) / span if span else float("nan")}  # fmt: skip
+            "jobs_per_s": (len(finished) - 1) / span if span else float("nan"), "cpu": cpu}  # fmt: skip
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+CHROMA_PIDS: list[int] = []  # the Chroma servers running now (their CPU is counted)
 
 
 def settings_of(env: dict[str, str]) -> dict[str, Any]:
@@ -296,14 +331,21 @@ def print_report(report: dict[str, Any]) -> None:
     console.print(table)
     if report["workers"]:
         t = Table(title="memory worker throughput (rule jobs; Chroma server)")
-        for col in ("SQL + checkpoints", "workers", "jobs", "jobs/s", "× one worker"):
+        for col in ("SQL + checkpoints", "workers", "jobs", "jobs/s", "× one worker",
+                    "cores busy", "CPU ms a job: workers / Chroma / rest"):  # fmt: skip
             t.add_column(col, justify="right")
-        one = {r["backend"]: r["jobs_per_s"] for r in report["workers"] if r["workers"] == 1}
+        one = {r["backend"]: r for r in report["workers"] if r["workers"] == 1}
         for r in report["workers"]:
-            base = one.get(r["backend"]) or float("nan")
+            base = one[r["backend"]]["jobs_per_s"] if r["backend"] in one else float("nan")
             t.add_row(r["backend"], str(r["workers"]), str(r["jobs"]), f"{r['jobs_per_s']:.1f}",
-                      f"{r['jobs_per_s'] / base:.2f}")  # fmt: skip
+                      f"{r['jobs_per_s'] / base:.2f}", *cpu_cells(r))  # fmt: skip
         console.print(t)
+        for backend, r in one.items():
+            if ceiling := cpu_ceiling(r):
+                console.print(
+                    f"  {backend}: one worker keeps {ceiling[0]:.2f} of {ceiling[1]} cores busy, "
+                    f"so N workers can reach at most {ceiling[1] / ceiling[0]:.2f}× one here"
+                )
     if p := report.get("packed"):
         console.print(
             f"held vectors as int8 ({p['bytes_per_vector']['int8']} bytes, float32 "
@@ -320,6 +362,24 @@ def print_report(report: dict[str, Any]) -> None:
         t.add_row(str(b["messages"]), str(b["chats"]), str(b["replies"]),
                   f"{b['messages_per_s']:.1f}", f"{b['remembered_per_s']:.1f}", f"{b['rss_mb']:.0f}")  # fmt: skip
         console.print(t)
+
+
+def cpu_cells(r: dict[str, Any]) -> list[str]:
+    cpu = r.get("cpu")
+    if not cpu or not r["jobs"]:
+        return ["-", "-"]
+    rest = cpu["machine_busy_s"] - cpu["workers_s"] - cpu["chroma_s"]
+    per = [1000 * x / r["jobs"] for x in (cpu["workers_s"], cpu["chroma_s"], rest)]
+    return [f"{cpu['machine_busy_s'] / cpu['wall_s']:.2f}", " / ".join(f"{x:.0f}" for x in per)]
+
+
+def cpu_ceiling(r: dict[str, Any]) -> tuple[float, int] | None:
+    """(cores one worker's run keeps busy, the machine's cores), from its CPU accounting."""
+    cpu = r.get("cpu")
+    if not cpu or not cpu["wall_s"]:
+        return None
+    cores = round(cpu["machine_s"] / cpu["wall_s"])
+    return cpu["machine_busy_s"] / cpu["wall_s"], cores
 
 
 def bot_cell(bot: dict[str, Any] | None) -> str:
