@@ -68,7 +68,11 @@ class ScopePostings:
             if held is not None:
                 self._held.move_to_end(key)
         if held is None or held.version != members.version:
-            held = self._follow(key, members, held, fetch)
+            try:
+                held = self._follow(key, members, held, fetch)
+            except Exception:  # noqa: BLE001 - SQL answers; the next search tries again
+                log.warning("could not follow the postings of scope %s", key, exc_info=True)
+                return None
             if held is None:
                 return None
         df = {t: len(held.terms[t][0]) for t in terms if t in held.terms}

@@ -10,6 +10,7 @@ the version SQL lists for the scope, as held vectors do.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
@@ -19,6 +20,7 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine, bindparam, delete, func, insert, select, text
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from domain.scope import ChatScope, ForgetTarget
@@ -30,6 +32,7 @@ from stores.sql.covered import chunks, covered, mine, tenant
 from stores.sql.schema import EventDocRow, EventStrengthRow, EventTermRow
 from stores.text import terms
 
+log = logging.getLogger(__name__)
 K1 = 1.2
 B = 0.75
 MAX_QUERY_TERMS = 32
@@ -191,10 +194,19 @@ class SqlLexicalIndex:
             if conn.dialect.name == "sqlite":
                 # Without statistics SQLite reads these by the covering scope index, all of
                 # the bot's postings (~2.7 s at 1M events); the primary key finds each event's.
-                stmt = text(
+                keyed = text(
                     "SELECT event_id, term, tf, length FROM event_terms INDEXED BY "
                     f"{SQLITE_TERMS_KEY} WHERE bot_id = :bot AND event_id IN :ids"
                 ).bindparams(bindparam("bot", self.bot), bindparam("ids", expanding=True))
+                try:
+                    return [
+                        row
+                        for part in chunks(list(ids))
+                        for row in conn.execute(keyed, {"ids": part})
+                    ]
+                except OperationalError:  # a key built otherwise: SQLite's own plan, slower
+                    conn.rollback()
+                    log.warning("event_terms has no %s; reading postings by plan", SQLITE_TERMS_KEY)
             return [row for part in chunks(list(ids)) for row in conn.execute(stmt, {"ids": part})]
 
     def _prune(self, conn: Any, query: EventQuery, wanted: list[str], n_docs: int) -> list[str]:

@@ -137,3 +137,20 @@ def test_a_scope_being_built_is_answered_by_sql(sqlite_engine: Engine) -> None:
     postings._loader.shutdown(wait=True)  # type: ignore[union-attr]
     assert postings.holds(key)
     same(searched(index, q), first)
+
+
+def test_appends_still_follow_when_sqlites_key_index_is_not_there(
+    sqlite_engine: Engine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(lexical, "SQLITE_TERMS_KEY", "no_such_index")
+    index = SqlLexicalIndex(sqlite_engine, bot="b", held=ScopePostings(background=False))
+    index.upsert_many([event(n, ["北京"]) for n in range(6)])
+    searched(index, query("北京"))
+    index.upsert_many([event(6, ["北京", "考研"])])
+    assert [i for i, _ in searched(index, query("考研"))] == ["e6"]
+    assert "reading postings by plan" in caplog.text  # appended, by SQLite's own plan
+    assert "could not follow" not in caplog.text
+    same(
+        searched(index, query("北京")),
+        searched(SqlLexicalIndex(sqlite_engine, bot="b"), query("北京")),
+    )
