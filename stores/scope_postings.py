@@ -85,6 +85,10 @@ class ScopePostings:
         with self._lock:
             return key in self._held
 
+    def held_ids(self) -> set[str]:
+        with self._lock:
+            return {i for held in self._held.values() for i in held.ids}
+
     def discard(self, ids: set[str]) -> None:
         """Drop every held scope with one of these (erased) events."""
         with self._lock:

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,16 @@ def served(
     )  # fmt: skip
 
 
+def until(check: Any, timeout_s: float = 30.0) -> bool:
+    """Whether ``check()`` comes true within the timeout (a background load)."""
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 @pytest.mark.chroma_server
 @pytest.mark.slow
 def test_a_running_bots_held_vectors_follow_a_forget_from_another_process(
@@ -177,6 +188,8 @@ def test_a_running_bots_held_vectors_follow_a_forget_from_another_process(
     search(bot, G1, "北京 出差 腾讯")
     xiaoming = {j.request_id for j in bot.jobs.list(limit=1000) if j.payload["user_id"] == "10001"}
     assert held.held_ids() & xiaoming  # 小明's vectors are in this process's memory
+    postings = bot.deps.events.lexical.held  # type: ignore[attr-defined]
+    assert until(lambda: postings.held_ids() & xiaoming)  # and his postings
     env = {**os.environ, "GROUPMIND_CHROMA_HOST": served.chroma_host or "",
            "GROUPMIND_CHROMA_PORT": str(served.chroma_port)}  # fmt: skip
     done = subprocess.run(
@@ -188,6 +201,7 @@ def test_a_running_bots_held_vectors_follow_a_forget_from_another_process(
     assert json.loads(done.stdout)["removed"]["events"] == len(xiaoming)
     assert search(bot, G1, "北京 出差 腾讯 生日") == ["10002"]  # the next search follows
     assert not held.held_ids() & xiaoming  # and the held copy no longer has them
+    assert until(lambda: postings.held_ids() and not postings.held_ids() & xiaoming)
 
 
 def test_forget_all_bots_erases_the_person_in_every_bots_data(settings: Settings) -> None:
