@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from stores.base import ScopeMembers
+from stores.scope_vectors import keep_within
 
 log = logging.getLogger(__name__)
 # (event_id, term, tf, length) rows: of the whole scope (None) or of these events
@@ -125,18 +126,12 @@ class ScopePostings:
                 self._loading.discard(key)
 
     def _build(self, key: Hashable, members: ScopeMembers, fetch: FetchPostings) -> _Held:
-        built = _built(members, fetch(None))
+        built = _appended(_EMPTY, members, list(members.ids), fetch(None))
         with self._lock:
             return self._keep(key, built)
 
     def _keep(self, key: Hashable, held: _Held) -> _Held:
-        self._held[key] = held
-        self._held.move_to_end(key)
-        total = sum(len(h.ids) for h in self._held.values())
-        while total > self.max_events and len(self._held) > 1:
-            _, evicted = self._held.popitem(last=False)
-            total -= len(evicted.ids)
-        return held
+        return keep_within(self._held, key, held, self.max_events)
 
 
 def _new(held: _Held, members: ScopeMembers) -> list[str] | None:
@@ -159,35 +154,10 @@ def _new(held: _Held, members: ScopeMembers) -> list[str] | None:
     return new if len(held.ids) + len(new) == len(members.ids) else None
 
 
-def _built(members: ScopeMembers, rows: list[Any]) -> _Held:
-    """The scope's postings by term, for the events the member list names (a row written
-    after the list was read belongs to the next version)."""
-    ids = list(members.ids)
-    at = {event_id: row for row, event_id in enumerate(ids)}
-    length = np.ones(len(ids))
-    by_term: dict[str, tuple[list[int], list[int]]] = defaultdict(lambda: ([], []))
-    for event_id, term, tf, doc_length in rows:
-        row = at.get(event_id)
-        if row is None:
-            continue
-        length[row] = doc_length
-        rows_of, tfs = by_term[term]
-        rows_of.append(row)
-        tfs.append(tf)
-    return _Held(
-        version=members.version,
-        ids=ids,
-        written={i: (at[i], members.rows[i].written) for i in ids},
-        length=length,
-        terms={
-            t: (np.asarray(r, dtype=np.int32), np.asarray(f, dtype=np.float64))
-            for t, (r, f) in by_term.items()
-        },
-    )
-
-
 def _appended(held: _Held, members: ScopeMembers, new: list[str], rows: list[Any]) -> _Held:
-    """``held`` and the new events: only the terms they hold are copied."""
+    """``held`` and the new events (an empty ``held``: the scope built whole); only the
+    terms the new events hold are copied. A row of an event the list does not name was
+    written after the list was read: it belongs to the next version."""
     n = len(held.ids)
     at = {event_id: n + k for k, event_id in enumerate(new)}
     length = np.concatenate([held.length, np.ones(len(new))])
@@ -211,6 +181,9 @@ def _appended(held: _Held, members: ScopeMembers, new: list[str], rows: list[Any
     written = dict(held.written)
     written.update((i, (at[i], members.rows[i].written)) for i in new)
     return _Held(members.version, held.ids + new, written, length, terms)
+
+
+_EMPTY = _Held(version=(0, 0.0), ids=[], written={}, length=np.ones(0), terms={})
 
 
 def _top(

@@ -18,6 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -118,14 +119,7 @@ class ScopeVectors:
             return self._keep(key, rebuilt)
 
     def _keep(self, key: Hashable, updated: _Held) -> _Held:
-        """Hold ``updated`` as the most recently used; the least recent go over budget."""
-        self._held[key] = updated
-        self._held.move_to_end(key)
-        total = sum(len(h.ids) for h in self._held.values())
-        while total > self.max_vectors and len(self._held) > 1:
-            _, evicted = self._held.popitem(last=False)
-            total -= len(evicted.ids)
-        return updated
+        return keep_within(self._held, key, updated, self.max_vectors)
 
     def _load_later(self, key: Hashable, members: ScopeMembers, fetch: Fetch) -> None:
         with self._lock:
@@ -146,6 +140,26 @@ class ScopeVectors:
 
         assert self._loader is not None
         self._loader.submit(load)
+
+
+class _Sized(Protocol):
+    @property
+    def ids(self) -> list[str]: ...
+
+
+H = TypeVar("H", bound=_Sized)
+
+
+def keep_within(held: OrderedDict[Hashable, H], key: Hashable, updated: H, budget: int) -> H:
+    """Hold ``updated`` as the most recently used (call under the holder's lock); the least
+    recently used scopes go while the events held exceed ``budget`` (the last one stays)."""
+    held[key] = updated
+    held.move_to_end(key)
+    total = sum(len(h.ids) for h in held.values())
+    while total > budget and len(held) > 1:
+        _, evicted = held.popitem(last=False)
+        total -= len(evicted.ids)
+    return updated
 
 
 def _changed(held: _Held | None, members: ScopeMembers) -> dict[str, float]:
