@@ -22,11 +22,11 @@ from typing import Any
 
 from sqlalchemy import func, select
 
-from benchmarks.servers import free_port
 from groupmind.settings import Settings
 from stores.sql import make_engine
 from stores.sql.schema import MemoryJobRow
 from tests.onebot_standin import SELF_ID, Implementation, group_event
+from tests.serving import free_port
 
 AT_BOT = {"type": "at", "data": {"qq": str(SELF_ID)}}
 TOPICS = ["出差", "考研", "跑步", "显卡", "论文", "旅行", "做饭", "养狗"]

@@ -53,7 +53,6 @@ from benchmarks.bridge_rate import bridge_rate
 from benchmarks.common import machine, pct
 from benchmarks.latency import USERS, pool, populate
 from benchmarks.packed_recall import recall
-from benchmarks.servers import free_port
 from graphs.reply import build_reply_graph
 from groupmind.chatting import reply_context, reply_to
 from groupmind.checkpoint import make_checkpointer
@@ -62,6 +61,7 @@ from groupmind.providers import make_embeddings
 from groupmind.settings import Settings
 from groupmind.wiring import build_runtime
 from stores.base import EventQuery, Persona
+from tests.serving import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 SCALES = (1_000, 10_000, 100_000, 1_000_000)

@@ -9,7 +9,6 @@ messages that address the bot, sent one after another.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -24,17 +23,11 @@ from langgraph_sdk import get_sync_client
 from sqlalchemy import create_engine, text
 
 from groupmind.threads import stream_thread_id
-from tests.serving import wait_ok
+from tests.serving import free_port, wait_ok
 
 ROOT = Path(__file__).resolve().parents[1]
 LANGHOST = ROOT / "deploy" / ".venv" / "bin" / "langhost"
 PG_ADMIN = os.environ.get("GROUPMIND_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager

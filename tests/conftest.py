@@ -25,6 +25,7 @@ from nodes.deps import Deps
 from stores.chroma import make_client
 from stores.sql import make_engine, migrate
 from stores.sql.schema import Base
+from tests.serving import free_port
 
 REQUIRE = os.environ.get("GROUPMIND_REQUIRE_SERVICES") == "1"
 PG_ADMIN_URL = os.environ.get("GROUPMIND_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
@@ -132,19 +133,13 @@ def engine(request: pytest.FixtureRequest) -> Engine:
 # --- Chroma -------------------------------------------------------------------------------
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
     """A real `chroma run` on 127.0.0.1, for the HttpClient backend."""
     chroma = Path(sys.executable).parent / "chroma"
     if not chroma.exists():
         _unavailable("the chroma CLI is not installed")
-    port = _free_port()
+    port = free_port()
     path = tmp_path_factory.mktemp("chroma-server")
     log = (path / "server.log").open("w")
     proc = subprocess.Popen(
@@ -202,7 +197,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     if not (localmodel.server_binary().exists() and localmodel.model_path().exists()):
         _unavailable(f"the local model is not built (run `make model`; {localmodel.cache_dir()})")
-    port = _free_port()
+    port = free_port()
     log_path = tmp_path_factory.mktemp("llama") / "server.log"
     with log_path.open("w") as log:
         proc = subprocess.Popen(

@@ -34,6 +34,7 @@ from sqlalchemy import Engine, select
 from domain.scope import ChatScope
 from stores.sql import SqlJobQueue, make_engine, migrate
 from stores.sql.schema import EventDocRow, UserRelationshipRow
+from tests.serving import free_port
 from tests.standin import Script, StandIn, serve
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,12 +55,6 @@ class Result:
     def row(self) -> list[str]:
         return [self.fault, str(self.n), str(self.lost), str(self.twice),
                 f"{self.drain_s:.1f}", "yes" if self.alive else "NO"]  # fmt: skip
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # --- processes ---------------------------------------------------------------------------

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, text
 
-from tests.conftest import PG_ADMIN_URL, _free_port, _pg_reachable, _unavailable
-from tests.serving import wait_ok
+from tests.conftest import PG_ADMIN_URL, _pg_reachable, _unavailable
+from tests.serving import free_port, wait_ok
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV = ROOT / "deploy" / ".venv"
@@ -76,7 +76,7 @@ def serve(
     tmp: Path, env: dict[str, str], name: str = "api", host: str = "127.0.0.1"
 ) -> tuple[str, subprocess.Popen[bytes]]:
     """``langhost serve`` of deploy/langgraph.json, waited for until it answers /ok."""
-    port = _free_port()
+    port = free_port()
     log = tmp / f"{name}.log"
     with log.open("w") as out:
         proc = subprocess.Popen(

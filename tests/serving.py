@@ -3,6 +3,8 @@ stand-in served on 127.0.0.1 for the length of a ``with``."""
 
 from __future__ import annotations
 
+import random
+import socket
 import subprocess
 import threading
 import time
@@ -11,6 +13,31 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+
+def free_port() -> int:
+    """A port a server started next can bind, on every interface.
+
+    Picked below the kernel's ephemeral range: a port the kernel handed out (bind to 0)
+    can be taken by any outgoing connection before the server binds it, and was (a
+    console test's client socket took its server's port in CI)."""
+    low = _ephemeral_low()
+    for _ in range(200):
+        port = random.randrange(max(1024, low - 12000), low)
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError(f"no free port below {low}")
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 @contextmanager

@@ -24,8 +24,8 @@ from sqlalchemy import create_engine
 
 from domain.scope import ChatScope
 from stores.sql import SqlJobQueue
-from tests.conftest import _free_port
 from tests.onebot_standin import SELF_ID, Implementation
+from tests.serving import free_port
 from tests.test_cli import cli_on
 from tests.test_experiment_cli import context_dataset
 from tests.test_forget_scan import traces
@@ -99,7 +99,7 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pat
         user_id="10001",
     )
     queue.fail("broken-1", "ConnectionError: model endpoint gone", retry_at=None)
-    bridge_port, port = _free_port(), _free_port()
+    bridge_port, port = free_port(), free_port()
     bridge = subprocess.Popen(
         [sys.executable, "-m", "groupmind.cli", "onebot", "--port", str(bridge_port),
          "--access-token", "onebot-token"],

@@ -19,11 +19,10 @@ from langgraph_sdk import get_sync_client
 
 from groupmind.threads import stream_thread_id
 from stores.sql import SqlJobQueue, make_engine
-from tests.conftest import _free_port
 from tests.graphs.reply_helpers import message
 from tests.langsmith_standin import LangSmithStandIn
 from tests.langsmith_standin import serve as langsmith
-from tests.serving import wait_ok
+from tests.serving import free_port, wait_ok
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -39,7 +38,7 @@ def start(tmp: Path, cwd: Path | None = None, **env: str) -> Iterator[tuple[str,
     ``cwd``: where it keeps its own storage (``.langgraph_api``), as ``make serve`` does
     in the data dir."""
     data, log_path = tmp / "data", tmp / "server.log"
-    port = _free_port()
+    port = free_port()
     environ = {
         **os.environ,
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
@@ -371,7 +370,7 @@ def test_a_server_without_keys_will_not_listen_beyond_loopback(tmp_path: Path, s
                "LANGGRAPH_NO_VERSION_CHECK": "true"}  # fmt: skip
     env = {k: v for k, v in env.items() if k != "GROUPMIND_BOTS"}
     env["GROUPMIND_DATA_DIR"] = str(tmp_path / "data")
-    port = str(_free_port())
+    port = str(free_port())
     log = tmp_path / "server.log"
     with log.open("w") as out:
         proc = subprocess.Popen([*cmd, "--host", "0.0.0.0", "--port", port], cwd=tmp_path,
