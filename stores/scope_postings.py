@@ -23,6 +23,7 @@ import numpy as np
 
 from stores.base import ScopeMembers
 from stores.scope_vectors import keep_within
+from stores.topk import top_k
 
 log = logging.getLogger(__name__)
 # (event_id, term, tf, length) rows: of the whole scope (None) or of these events
@@ -203,11 +204,6 @@ def _top(
     gain = idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * length / avg_len))
     found, index = np.unique(rows, return_inverse=True)
     scores = np.bincount(index, weights=gain, minlength=len(found))
-    if k < len(scores):  # every event scoring at least the k-th best: ties at the cut included
-        floor = np.partition(scores, len(scores) - k)[len(scores) - k]
-        candidates = np.flatnonzero(scores >= floor)
-    else:
-        candidates = np.arange(len(scores))
     ids = held.ids
-    top = sorted(candidates.tolist(), key=lambda i: (-scores[i], ids[found[i]]))[:k]
+    top = top_k(scores, lambda i: ids[found[i]], k)
     return [(ids[found[i]], float(scores[i])) for i in top]

@@ -31,6 +31,7 @@ from stores.scope_postings import ScopePostings
 from stores.sql.covered import chunks, covered, mine, tenant
 from stores.sql.schema import EventDocRow, EventStrengthRow, EventTermRow
 from stores.text import terms
+from stores.topk import top_k
 
 log = logging.getLogger(__name__)
 K1 = 1.2
@@ -415,14 +416,7 @@ def bm25_top(
     gain = idf[term_index] * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / avg_len))
     scores = np.bincount(id_index, weights=gain, minlength=len(numbered))
     ids = list(numbered)
-    if k <= 0:
-        return []
-    if k < len(scores):  # every id scoring at least the k-th best: ties at the cut included
-        floor = np.partition(scores, len(scores) - k)[len(scores) - k]
-        candidates = np.flatnonzero(scores >= floor)
-    else:
-        candidates = np.arange(len(scores))
-    top = sorted(candidates.tolist(), key=lambda i: (-scores[i], ids[i]))[:k]
+    top = top_k(scores, ids.__getitem__, k)
     return [(ids[i], float(scores[i])) for i in top]
 
 
