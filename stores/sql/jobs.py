@@ -213,16 +213,7 @@ def claim(
     out): a compare-and-set, so two workers never take the same job."""
     for _ in range(_CLAIM_TRIES):
         now = clock()
-        due = or_(
-            (MemoryJobRow.status == "queued") & (MemoryJobRow.next_attempt_at <= now),
-            (MemoryJobRow.status == "running") & (MemoryJobRow.lease_until < now),
-        )
-        query = select(
-            MemoryJobRow.bot_id, MemoryJobRow.request_id, MemoryJobRow.status, MemoryJobRow.attempts
-        )
-        query = query.where(due, *where).order_by(MemoryJobRow.next_attempt_at).limit(1)
-        with engine.connect() as conn:
-            found = conn.execute(query).first()
+        found = _next_due(engine, now, where)
         if found is None:
             return None
         key = (MemoryJobRow.bot_id == found.bot_id, MemoryJobRow.request_id == found.request_id)
@@ -247,6 +238,30 @@ def claim(
                 row = s.scalars(select(MemoryJobRow).where(*key)).first()
                 return None if row is None else _to_job(row)
     return None
+
+
+def _next_due(engine: Engine, now: float, where: list[Any]) -> Any:
+    """The due job with the earliest ``next_attempt_at``: a queued one, or a running one
+    whose lease ran out. Two range scans of ``ix_memory_jobs_due``, one per status: with
+    one ``OR``, SQLite read the index in time order through every finished job (5 ms a
+    claim at 50k done jobs, growing with the table)."""
+    cols = (
+        MemoryJobRow.bot_id,
+        MemoryJobRow.request_id,
+        MemoryJobRow.status,
+        MemoryJobRow.attempts,
+        MemoryJobRow.next_attempt_at,
+    )
+    queued = (MemoryJobRow.status == "queued", MemoryJobRow.next_attempt_at <= now)
+    expired = (MemoryJobRow.status == "running", MemoryJobRow.lease_until < now)
+    found = []
+    with engine.connect() as conn:
+        for due in (queued, expired):
+            query = select(*cols).where(*due, *where)
+            row = conn.execute(query.order_by(MemoryJobRow.next_attempt_at).limit(1)).first()
+            if row is not None:
+                found.append(row)
+    return min(found, key=lambda r: r.next_attempt_at, default=None)
 
 
 def counts(engine: Engine, where: list[Any]) -> dict[str, int]:
