@@ -21,13 +21,13 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
 
 from langgraph.graph.state import CompiledStateGraph
 
+from groupmind.leases import LeaseKeeper
 from groupmind.settings import Settings
 from nodes.deps import Deps, need
 from nodes.memory.intake import validate_job
@@ -138,6 +138,7 @@ class MemoryWorker:
             auto_top_k=base.auto_top_k,
         )
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
+        self.leases = LeaseKeeper(self.worker_id, settings.job_lease_s)
         self.clock = clock
         self.bots = {bot}  # whose chats ``prune`` keeps under the cap: ours, and whose jobs ran
 
@@ -198,7 +199,7 @@ class MemoryWorker:
         except UnknownVariant as exc:  # not transient: retrying here cannot help
             return self._unrunnable(jobs, row, exc)
         try:
-            with self._heartbeat(jobs, row.request_id):
+            with self.leases.hold(jobs, row.request_id):
                 pending = graph.get_state(config).next
                 # A run that stopped mid-way (error or kill -9) resumes at the unfinished step.
                 out: dict[str, Any] = {}
@@ -236,29 +237,6 @@ class MemoryWorker:
             except Exception:  # noqa: BLE001 - a leftover checkpoint is harmless
                 log.warning("could not prune the checkpoints of %s", row.request_id, exc_info=True)
         return outcome
-
-    @contextmanager
-    def _heartbeat(self, jobs: JobQueue, request_id: str) -> Iterator[None]:
-        """Renew the job's lease every third of it while the job runs."""
-        lease = self.settings.job_lease_s
-        stop = threading.Event()
-
-        def beat() -> None:
-            while not stop.wait(max(0.5, lease / 3)):
-                try:
-                    if not jobs.renew(request_id, self.worker_id, lease_s=lease):
-                        log.warning("memory job %s: lease lost to another worker", request_id)
-                        return
-                except Exception:  # noqa: BLE001 - the queue may be down; the job goes on
-                    log.warning("memory job %s: could not renew the lease", request_id)
-
-        thread = threading.Thread(target=beat, name=f"heartbeat-{request_id}", daemon=True)
-        thread.start()
-        try:
-            yield
-        finally:
-            stop.set()
-            thread.join()
 
     def _unrunnable(self, jobs: JobQueue, row: JobRow, exc: UnknownVariant) -> Outcome:
         """``JOB_UNRUNNABLE``: give the job back for a worker that can run it, or fail it."""
