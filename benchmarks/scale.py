@@ -19,6 +19,7 @@ SQLite, then in PostgreSQL (jobs/s from the first job done to the last). And the
 bridge's messages/s end to end, as a `groupmind onebot` process answers a burst from a
 protocol stand-in, and until its own worker has remembered them (benchmarks/bridge_rate.py).
 And whether int8 vectors keep exact search's rankings, on LoCoMo (benchmarks/packed_recall.py).
+And what claiming a job costs behind 0, 50k and 200k finished ones (benchmarks/claims.py).
 
     make bench-scale                                 # 1k, 10k, 100k, 1M; workers 1/2/4
     make bench-scale ARGS="--scales 1000 10000 --jobs 120"
@@ -50,6 +51,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.bridge_rate import bridge_rate
+from benchmarks.claims import claim_cost
 from benchmarks.common import machine, pct
 from benchmarks.latency import USERS, pool, populate
 from benchmarks.packed_recall import recall
@@ -346,6 +348,14 @@ def print_report(report: dict[str, Any]) -> None:
                     f"  {backend}: one worker keeps {ceiling[0]:.2f} of {ceiling[1]} cores busy, "
                     f"so N workers can reach at most {ceiling[1] / ceiling[0]:.2f}× one here"
                 )
+    if claims := report.get("claims"):
+        t = Table(title=f"claiming a job ({len(claims[0]['claim_ms'])} claims after N done jobs)")
+        for col in ("SQL", "done jobs", "claim p50 / p95 ms"):
+            t.add_column(col, justify="right")
+        for c in claims:
+            ms = c["claim_ms"]
+            t.add_row(c["backend"], f"{c['done']:,}", f"{pct(ms, 50):.2f} / {pct(ms, 95):.2f}")
+        console.print(t)
     if p := report.get("packed"):
         console.print(
             f"held vectors as int8 ({p['bytes_per_vector']['int8']} bytes, float32 "
@@ -425,6 +435,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="*", default=[1, 2, 4])
     parser.add_argument("--jobs", type=int, default=240, help="jobs per worker run")
     parser.add_argument("--backends", nargs="*", default=["sqlite", "postgresql"])
+    parser.add_argument("--claim-history", type=int, nargs="*", default=[0, 50_000, 200_000],
+                        help="done jobs in the queue before 100 claims are timed; none: skip")  # fmt: skip
     parser.add_argument("--bridge-messages", type=int, default=600, help="0: no bridge run")
     parser.add_argument("--bridge-chats", type=int, default=20)
     parser.add_argument("--packed-recall", type=int, default=10,
@@ -448,16 +460,20 @@ def main() -> None:
     if args.smoke:
         args.scales, args.searches, args.replies = [300, 1200], 20, 10
         args.workers, args.jobs, args.backends = [1, 2], 12, ["sqlite"]
+        args.claim_history = [0, 2_000]
         args.bridge_messages, args.bridge_chats, args.packed_recall = 40, 4, 1
     console.print(f"[bold]groupmind at scale[/bold] on {machine()}")
     report: dict[str, Any] = {"machine": machine(), "scales": [], "workers": [], "bridge": None,
-                              "packed": None}  # fmt: skip
+                              "packed": None, "claims": []}  # fmt: skip
     for n in args.scales:
         console.print(f"{n:,} events over {chats_for(n):,} chats ...")
         report["scales"].append(one_scale(n, args.work_dir, args.searches, args.replies))
     if args.workers:
         console.print("worker throughput ...")
         report["workers"] = throughput(args.work_dir, tuple(args.workers), args.jobs, args.backends)
+    if args.claim_history:
+        console.print("claiming a job as finished jobs pile up ...")
+        report["claims"] = claim_cost(args.work_dir, args.claim_history, args.backends)
     if args.packed_recall:
         console.print("held vectors as int8 against float32 (LoCoMo) ...")
         report["packed"] = recall(make_embeddings(Settings()), args.packed_recall)

@@ -105,6 +105,11 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
         assert 0 < row["disk_compacted_bytes"] < row["disk_bytes"]
         bot = row["bot"]  # a bot process started afresh on the data dir answered, and weighs
         assert len(bot["reply_ms"]) == 10 and 0 < bot["rss_mb"]
+    # every queued job claimed, behind 0 and 2,000 finished ones
+    assert [(c["backend"], c["done"], len(c["claim_ms"])) for c in found["claims"]] == [
+        ("sqlite", 0, 100),
+        ("sqlite", 2_000, 100),
+    ]
     workers = {(r["backend"], r["workers"]): r for r in found["workers"]}
     assert set(workers) == {("sqlite", 1), ("sqlite", 2)}
     for run in workers.values():  # every queued job ran, once, whichever process took it
