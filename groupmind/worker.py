@@ -118,12 +118,11 @@ class MemoryWorker:
         context: Context | None = None,
         worker_id: str | None = None,
         clock: Callable[[], float] = time.time,
-        between_steps: Callable[[], None] | None = None,
     ) -> None:
         self.tenants = tenants
-        # Called after each step of a job's graph: the in-process worker waits there while
-        # a reply is in flight, so a reply meets at most one step of a job, not a whole job.
-        self.between_steps = between_steps
+        # Called after each step of a job's graph: the in-process worker (BackgroundWorker)
+        # waits there while a reply is in flight, so a reply meets one step of a job at most.
+        self.between_steps: Callable[[], None] | None = None
         self.board = board
         self.bot = bot  # whose jobs ``submit`` queues and ``run_next(request_id)`` takes
         self.deps = deps = tenants.deps_for(bot)

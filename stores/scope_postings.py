@@ -12,18 +12,16 @@ the background while SQL answers.
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from stores.base import ScopeMembers
-from stores.scope_vectors import keep_within
-from stores.topk import top_k
+from stores.bm25 import gain, top_k
+from stores.held_scopes import HeldScopes
 
 log = logging.getLogger(__name__)
 # (event_id, term, tf, length) rows: of the whole scope (None) or of these events
@@ -39,16 +37,12 @@ class _Held:
     terms: dict[str, tuple[np.ndarray, np.ndarray]]  # term -> (rows, tf)
 
 
-class ScopePostings:
+class ScopePostings(HeldScopes[_Held]):
     """Held postings of any number of scopes (each key names its bot, scope and persona);
     one budget, in events, for all; the least recently searched go first."""
 
     def __init__(self, *, max_events: int = 100_000, background: bool = True) -> None:
-        self.max_events = max_events
-        self._held: OrderedDict[Hashable, _Held] = OrderedDict()
-        self._lock = threading.Lock()
-        self._loading: set[Hashable] = set()
-        self._loader = ThreadPoolExecutor(1, "scope-postings") if background else None
+        super().__init__(max_events, background=background, name="scope-postings")
 
     def search(
         self,
@@ -63,7 +57,7 @@ class ScopePostings:
         """BM25's best ``k`` (id, score), ties by id; None when the scope is not held at
         this version (yet): ask SQL. ``prune`` picks the terms to read from their document
         frequencies; ``params``: (k1, b, average length)."""
-        if not members.ids or len(members.ids) > self.max_events:
+        if not members.ids or len(members.ids) > self.budget:
             return None
         with self._lock:
             held = self._held.get(key)
@@ -83,20 +77,6 @@ class ScopePostings:
             return []
         return _top(held, kept, df, len(members.ids), params, k)
 
-    def holds(self, key: Hashable) -> bool:
-        with self._lock:
-            return key in self._held
-
-    def held_ids(self) -> set[str]:
-        with self._lock:
-            return {i for held in self._held.values() for i in held.ids}
-
-    def discard(self, ids: set[str]) -> None:
-        """Drop every held scope with one of these (erased) events."""
-        with self._lock:
-            for key in [k for k, held in self._held.items() if ids & held.written.keys()]:
-                del self._held[key]
-
     def _follow(
         self, key: Hashable, members: ScopeMembers, held: _Held | None, fetch: FetchPostings
     ) -> _Held | None:
@@ -110,29 +90,13 @@ class ScopePostings:
                     return self._keep(key, replace(grown, version=members.version))
         if self._loader is None:
             return self._build(key, members, fetch)
-        with self._lock:
-            if key in self._loading:
-                return None
-            self._loading.add(key)
-        self._loader.submit(self._build_later, key, members, fetch)
+        self._later(key, lambda: self._build(key, members, fetch), "postings")
         return None
-
-    def _build_later(self, key: Hashable, members: ScopeMembers, fetch: FetchPostings) -> None:
-        try:
-            self._build(key, members, fetch)
-        except Exception:  # SQL answers meanwhile; the next search retries
-            log.warning("could not hold the postings of scope %s", key, exc_info=True)
-        finally:
-            with self._lock:
-                self._loading.discard(key)
 
     def _build(self, key: Hashable, members: ScopeMembers, fetch: FetchPostings) -> _Held:
         built = _appended(_EMPTY, members, list(members.ids), fetch(None))
         with self._lock:
             return self._keep(key, built)
-
-    def _keep(self, key: Hashable, held: _Held) -> _Held:
-        return keep_within(self._held, key, held, self.max_events)
 
 
 def _new(held: _Held, members: ScopeMembers) -> list[str] | None:
@@ -195,15 +159,14 @@ def _top(
     params: tuple[float, float, float],
     k: int,
 ) -> list[tuple[str, float]]:
-    k1, b, avg_len = params
     rows = np.concatenate([held.terms[t][0] for t in terms])
     tf = np.concatenate([held.terms[t][1] for t in terms])
     freq = np.concatenate([np.full(df[t], float(df[t])) for t in terms])
-    idf = np.log1p((n_docs - freq + 0.5) / (freq + 0.5))
     length = held.length[rows]
-    gain = idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * length / avg_len))
     found, index = np.unique(rows, return_inverse=True)
-    scores = np.bincount(index, weights=gain, minlength=len(found))
+    scores = np.bincount(
+        index, weights=gain(tf, length, freq, n_docs, params), minlength=len(found)
+    )
     ids = held.ids
     top = top_k(scores, lambda i: ids[found[i]], k)
     return [(ids[found[i]], float(scores[i])) for i in top]

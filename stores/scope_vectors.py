@@ -12,20 +12,15 @@ whole in memory (2.2 GB at 1M events), so a bot process asks it only for scopes 
 
 from __future__ import annotations
 
-import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
 
 import numpy as np
 
 from stores.base import ScopeMembers
+from stores.held_scopes import HeldScopes
 
 Fetch = Callable[[list[str]], dict[str, np.ndarray]]
-log = logging.getLogger(__name__)
 INLINE_FETCH = 5000  # changed events fetched during a search (~25 ms); more: in the background
 
 
@@ -38,23 +33,19 @@ class _Held:
     buffer: np.ndarray  # with spare rows, so a new memory is appended, not copied in
 
 
-class ScopeVectors:
+class ScopeVectors(HeldScopes[_Held]):
     """Held scopes of any number of event stores (one per bot): each search names the key
     (which includes the bot) and how to fetch that store's vectors; one budget for all."""
 
     def __init__(self, *, max_vectors: int = 100_000, background: bool = True):
-        self.max_vectors = max_vectors
-        self._held: OrderedDict[Hashable, _Held] = OrderedDict()  # least recently used first
-        self._lock = threading.Lock()
-        self._loading: set[Hashable] = set()
-        self._loader = ThreadPoolExecutor(1, "scope-vectors") if background else None
+        super().__init__(max_vectors, background=background, name="scope-vectors")
 
     def search(
         self, key: Hashable, members: ScopeMembers, vector: Sequence[float], k: int, fetch: Fetch
     ) -> list[tuple[str, float]] | None:
         """The ``k`` members nearest to ``vector`` by cosine, best first, as (id, similarity);
         None when the scope is not held (yet): ask Chroma instead."""
-        if not members.ids or len(members.ids) > self.max_vectors:
+        if not members.ids or len(members.ids) > self.budget:
             with self._lock:
                 self._held.pop(key, None)
             return None
@@ -78,25 +69,10 @@ class ScopeVectors:
         top = top[np.lexsort((top, -scores[top]))]  # best first; ties by row, reproducibly
         return [(held.ids[i], float(scores[i])) for i in top]
 
-    def holds(self, key: Hashable) -> bool:
-        with self._lock:
-            return key in self._held
-
-    def held_ids(self) -> set[str]:
-        with self._lock:
-            return {i for held in self._held.values() for i in held.ids}
-
     def held_bytes(self) -> int:
         """What the held vectors take in memory, their buffers' spare rows included."""
         with self._lock:
             return sum(held.buffer.nbytes for held in self._held.values())
-
-    def discard(self, ids: set[str]) -> None:
-        """Drop every held scope with one of these (erased) events: reloaded when next
-        searched, from what SQL still lists."""
-        with self._lock:
-            for key in [k for k, held in self._held.items() if ids & held.rows.keys()]:
-                del self._held[key]
 
     def _update(
         self,
@@ -118,48 +94,13 @@ class ScopeVectors:
         with self._lock:
             return self._keep(key, rebuilt)
 
-    def _keep(self, key: Hashable, updated: _Held) -> _Held:
-        return keep_within(self._held, key, updated, self.max_vectors)
-
     def _load_later(self, key: Hashable, members: ScopeMembers, fetch: Fetch) -> None:
-        with self._lock:
-            if key in self._loading:
-                return
-            self._loading.add(key)
-
         def load() -> None:
-            try:
-                with self._lock:
-                    held = self._held.get(key)
-                self._update(key, members, held, _changed(held, members), fetch)
-            except Exception:  # the search goes on through Chroma; the next one retries
-                log.warning("could not load the vectors of scope %s", key, exc_info=True)
-            finally:
-                with self._lock:
-                    self._loading.discard(key)
+            with self._lock:
+                held = self._held.get(key)
+            self._update(key, members, held, _changed(held, members), fetch)
 
-        assert self._loader is not None
-        self._loader.submit(load)
-
-
-class _Sized(Protocol):
-    @property
-    def ids(self) -> list[str]: ...
-
-
-H = TypeVar("H", bound=_Sized)
-
-
-def keep_within(held: OrderedDict[Hashable, H], key: Hashable, updated: H, budget: int) -> H:
-    """Hold ``updated`` as the most recently used (call under the holder's lock); the least
-    recently used scopes go while the events held exceed ``budget`` (the last one stays)."""
-    held[key] = updated
-    held.move_to_end(key)
-    total = sum(len(h.ids) for h in held.values())
-    while total > budget and len(held) > 1:
-        _, evicted = held.popitem(last=False)
-        total -= len(evicted.ids)
-    return updated
+        self._later(key, load, "vectors")
 
 
 def _changed(held: _Held | None, members: ScopeMembers) -> dict[str, float]:

@@ -25,13 +25,13 @@ from sqlalchemy.orm import Session
 
 from domain.scope import ChatScope, ForgetTarget
 from stores.base import EventHit, EventQuery, EventRecord, Member, Said, ScopeMembers
+from stores.bm25 import gain, top_k
 from stores.packed import pack, unpack
 from stores.people import People, people_of
 from stores.scope_postings import ScopePostings
 from stores.sql.covered import chunks, covered, mine, tenant
 from stores.sql.schema import EventDocRow, EventStrengthRow, EventTermRow
 from stores.text import terms
-from stores.topk import top_k
 
 log = logging.getLogger(__name__)
 K1 = 1.2
@@ -181,15 +181,7 @@ class SqlLexicalIndex:
         cols = (EventTermRow.event_id, EventTermRow.term, EventTermRow.tf, EventTermRow.length)
         with self.engine.connect() as conn:
             if ids is None:
-                whole = select(*cols).where(
-                    mine(EventTermRow, self.bot),
-                    EventTermRow.platform == query.platform,
-                    EventTermRow.chat_type == query.chat_type,
-                    EventTermRow.chat_id == query.chat_id,
-                )
-                if query.persona_id is not None:
-                    whole = whole.where(EventTermRow.persona_id == query.persona_id)
-                return list(conn.execute(whole).all())
+                return list(conn.execute(select(*cols).where(*_term_scope(query, self.bot))))
             listed = EventTermRow.event_id.in_(bindparam("ids", expanding=True))
             stmt: Any = select(*cols).where(mine(EventTermRow, self.bot), listed)
             if conn.dialect.name == "sqlite":
@@ -211,14 +203,7 @@ class SqlLexicalIndex:
             return [row for part in chunks(list(ids)) for row in conn.execute(stmt, {"ids": part})]
 
     def _prune(self, conn: Any, query: EventQuery, wanted: list[str], n_docs: int) -> list[str]:
-        scope: list[Any] = [
-            mine(EventTermRow, self.bot),
-            EventTermRow.platform == query.platform,
-            EventTermRow.chat_type == query.chat_type,
-            EventTermRow.chat_id == query.chat_id,
-        ]
-        if query.persona_id is not None:  # as the postings read: the held path counts so too
-            scope.append(EventTermRow.persona_id == query.persona_id)
+        scope = _term_scope(query, self.bot)  # as the postings are read, and the held path counts
         df = dict(
             conn.execute(
                 select(EventTermRow.term, func.count())
@@ -412,9 +397,8 @@ def bm25_top(
     tf = np.asarray(tfs, dtype=np.float64)
     length = np.asarray(lengths, dtype=np.float64)
     df = np.bincount(term_index, minlength=len(term_numbers))  # (event, term) rows are unique
-    idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
-    gain = idf[term_index] * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * length / avg_len))
-    scores = np.bincount(id_index, weights=gain, minlength=len(numbered))
+    each = gain(tf, length, df[term_index], n_docs, (K1, B, avg_len))
+    scores = np.bincount(id_index, weights=each, minlength=len(numbered))
     ids = list(numbered)
     top = top_k(scores, ids.__getitem__, k)
     return [(ids[i], float(scores[i])) for i in top]
@@ -425,21 +409,26 @@ def _postings(query: EventQuery, wanted: list[str], bot: str) -> Any:
     time filter needs the documents."""
     stmt = select(
         EventTermRow.event_id, EventTermRow.term, EventTermRow.tf, EventTermRow.length
-    ).where(
-        mine(EventTermRow, bot),
-        EventTermRow.platform == query.platform,
-        EventTermRow.chat_type == query.chat_type,
-        EventTermRow.chat_id == query.chat_id,
-        EventTermRow.term.in_(wanted),
-    )
-    if query.persona_id is not None:
-        stmt = stmt.where(EventTermRow.persona_id == query.persona_id)
+    ).where(*_term_scope(query, bot), EventTermRow.term.in_(wanted))
     if query.user_id is not None or query.time_from is not None or query.time_to is not None:
         joined = (EventDocRow.bot_id == EventTermRow.bot_id) & (
             EventDocRow.id == EventTermRow.event_id
         )
         stmt = stmt.join(EventDocRow, joined).where(*_filters(query, bot))
     return stmt
+
+
+def _term_scope(query: EventQuery, bot: str) -> list[Any]:
+    """The postings of the query's scope (and persona, when it names one)."""
+    scope = [
+        mine(EventTermRow, bot),
+        EventTermRow.platform == query.platform,
+        EventTermRow.chat_type == query.chat_type,
+        EventTermRow.chat_id == query.chat_id,
+    ]
+    if query.persona_id is not None:
+        scope.append(EventTermRow.persona_id == query.persona_id)
+    return scope
 
 
 def _scope_filters(scope: ChatScope, bot: str) -> list[Any]:

@@ -1,4 +1,4 @@
-"""The best k of a score array, ties by name: one rule for every keyword ranking."""
+"""BM25 and the best k, ties by name: one rule for every keyword ranking (SQL and held)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,20 @@ import numpy as np
 
 DIGITS = 9  # scores equal to here are a tie: the same sum added in another order differs
 TIE = 10.0**-DIGITS  # in its last bits (0.830189 * 2 against 1.660377 for one term)
+
+
+def gain(
+    tf: np.ndarray,
+    length: np.ndarray,
+    df: np.ndarray,
+    n_docs: int,
+    params: tuple[float, float, float],
+) -> np.ndarray:
+    """Each posting's BM25 term score; ``df``: its term's document frequency; ``params``:
+    (k1, b, average length)."""
+    k1, b, avg_len = params
+    idf = np.log1p((n_docs - df + 0.5) / (df + 0.5))
+    return idf * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * length / avg_len))  # type: ignore[no-any-return]
 
 
 def top_k(scores: np.ndarray, name: Callable[[int], str], k: int) -> list[int]:

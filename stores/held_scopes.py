@@ -1,0 +1,78 @@
+"""What held vectors (``stores.scope_vectors``) and held postings (``stores.scope_postings``)
+share: scopes held in memory by key (the key names the bot), the least recently searched
+first, within one budget of events; and one background thread that builds a scope while
+the search is answered from the store."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Generic, Protocol, TypeVar
+
+log = logging.getLogger(__name__)
+
+
+class _Sized(Protocol):
+    @property
+    def ids(self) -> list[str]: ...
+
+
+H = TypeVar("H", bound=_Sized)
+
+
+class HeldScopes(Generic[H]):
+    def __init__(self, budget: int, *, background: bool, name: str) -> None:
+        self.budget = budget  # events held, over every scope
+        self._held: OrderedDict[Hashable, H] = OrderedDict()  # least recently used first
+        self._lock = threading.Lock()
+        self._loading: set[Hashable] = set()
+        self._loader = ThreadPoolExecutor(1, name) if background else None
+
+    def holds(self, key: Hashable) -> bool:
+        with self._lock:
+            return key in self._held
+
+    def held_ids(self) -> set[str]:
+        with self._lock:
+            return {i for held in self._held.values() for i in held.ids}
+
+    def discard(self, ids: set[str]) -> None:
+        """Drop every held scope with one of these (erased) events: built again when next
+        searched, from what the store still lists."""
+        with self._lock:
+            for key in [k for k, held in self._held.items() if not ids.isdisjoint(held.ids)]:
+                del self._held[key]
+
+    def _keep(self, key: Hashable, updated: H) -> H:
+        """Hold ``updated`` as the most recently used (under the lock); the least recently
+        used go while the events held exceed the budget (the last one stays)."""
+        self._held[key] = updated
+        self._held.move_to_end(key)
+        total = sum(len(h.ids) for h in self._held.values())
+        while total > self.budget and len(self._held) > 1:
+            _, evicted = self._held.popitem(last=False)
+            total -= len(evicted.ids)
+        return updated
+
+    def _later(self, key: Hashable, work: Callable[[], object], what: str) -> None:
+        """``work`` on the background thread, once at a time per scope; a failure is logged
+        and the next search tries again (the store answers meanwhile)."""
+        with self._lock:
+            if key in self._loading:
+                return
+            self._loading.add(key)
+
+        def run() -> None:
+            try:
+                work()
+            except Exception:  # noqa: BLE001 - the store answers; the next search retries
+                log.warning("could not hold the %s of scope %s", what, key, exc_info=True)
+            finally:
+                with self._lock:
+                    self._loading.discard(key)
+
+        assert self._loader is not None
+        self._loader.submit(run)
