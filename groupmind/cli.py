@@ -653,7 +653,11 @@ def onebot(
     platform: Annotated[str, typer.Option(help="the platform of its chats")] = "qq",
     stickers: Annotated[str, typer.Option(help="send stickers as image | face")] = "image",
     journal: Annotated[
-        Path | None, typer.Option(help="the event journal (default <data dir>/onebot-journal.db)")
+        Path | None,
+        typer.Option(
+            help="the event journal (default: GROUPMIND_ONEBOT_JOURNAL, which forget "
+            "erases from, or <data dir>/onebot-journal.db)"
+        ),  # fmt: skip
     ] = None,
     variant: VariantOpt = None,
 ) -> None:

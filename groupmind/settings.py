@@ -64,6 +64,11 @@ class Settings(BaseSettings):
 
     chroma_path: Path | None = Field(default=None, description="default: <data_dir>/chroma")
     chroma_host: str | None = Field(default=None, description="use a Chroma server instead")
+    onebot_journal: Path | None = Field(
+        default=None,
+        description="the OneBot bridge's event journal (forget erases from it too); "
+        "default: <data_dir>/onebot-journal.db",
+    )
     chroma_port: int = 8000
 
     checkpointer: Literal["sqlite", "postgres", "memory"] = "sqlite"
@@ -268,6 +273,10 @@ class Settings(BaseSettings):
     def server_checkpoints_path(self) -> Path:
         """Where `langgraph dev` keeps reply threads (``groupmind.server.checkpoint``)."""
         return self.data_dir / "server-checkpoints.db"
+
+    @property
+    def resolved_onebot_journal(self) -> Path:
+        return self.onebot_journal or self.data_dir / "onebot-journal.db"
 
     @property
     def resolved_chroma_path(self) -> Path:

@@ -25,6 +25,7 @@ from sqlalchemy.engine import make_url
 from graphs.memory import MemoryGraph, build_memory_graph
 from groupmind.background import BackgroundWorker
 from groupmind.checkpoint import make_checkpointer, prune_threads, thread_ids
+from groupmind.onebot.journal import JournalAt
 from groupmind.providers import embedding_name, make_chat_model, make_embeddings
 from groupmind.settings import Settings
 from groupmind.worker import MemoryWorker
@@ -226,6 +227,7 @@ def tenant_deps(
         "context_usage": SqlContextUsage(engine, bot=bot),
         "jobs": SqlJobBoard(engine).queue(bot),
         "run_inbox": SqlRunInbox(engine, bot=bot),
+        "bridge_journal": JournalAt(settings.resolved_onebot_journal, bot),
         "stickers": shared.stickers,
         "bot_id": bot,
         "bot_name": settings.bot_name,
@@ -269,6 +271,8 @@ def compact_stores(settings: Settings, engine: Engine, *, full: bool = False) ->
         with_checkpoints.dispose()
     if settings.server_checkpoints_path.exists():  # `langgraph dev`'s reply threads
         done["server_checkpoints"] = compact_sqlite(settings.server_checkpoints_path)
+    if settings.resolved_onebot_journal.exists():
+        done["bridge_journal"] = compact_sqlite(settings.resolved_onebot_journal)
     if settings.chroma_host:
         done["chroma"] = (
             "a Chroma server: run `groupmind compact --chroma-path PATH` on its host, with "

@@ -20,6 +20,7 @@ from nodes.model import Prices, StructuredOutput
 from nodes.settings import ChatSettings, RankSettings
 from state.validation import InputError
 from stores.base import (
+    BridgeJournal,
     ChatStateRegistry,
     ContextUsageStore,
     JobQueue,
@@ -122,6 +123,7 @@ class Deps:
     context_usage: ContextUsageStore | None = None
     jobs: JobQueue | None = None  # hand-off writes memory jobs here
     run_inbox: RunInbox | None = None  # server runs' inputs, journaled (double-texting)
+    bridge_journal: BridgeJournal | None = None  # what a chat bridge received and sent
     stickers: Stickers | None = None
     # The bot (tenant) these stores belong to, the platforms it may act on (None: any) and
     # the persona it speaks as where a chat has none chosen (None: the personas file's).

@@ -38,6 +38,7 @@ def erase_for(request: ForgetRequest, deps: Deps, wait_s: float = 30.0) -> Erase
         context_usage=deps.context_usage,
         chat_states=deps.chat_states,
         run_inbox=deps.run_inbox,
+        bridge_journal=deps.bridge_journal,
         drop_threads=drop_threads,
         wait_s=wait_s,
     )

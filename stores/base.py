@@ -651,6 +651,16 @@ class RunInbox(Protocol):
     def forget(self, target: ForgetTarget) -> int: ...
 
 
+class BridgeJournal(Protocol):
+    """A chat bridge's own record of the events it received and the answers it sent (the
+    OneBot bridge's journal), as forget sees it: one bot's rows."""
+
+    def forget(self, target: ForgetTarget, said: Said) -> int:
+        """Erase the chat's rows, or the person's and the rows quoting or naming them;
+        how many went."""
+        ...
+
+
 @runtime_checkable
 class ChatStateRegistry(Protocol):
     def set_state(self, stream: str, state: str) -> None: ...

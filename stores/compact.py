@@ -26,6 +26,7 @@ from pathlib import Path
 from sqlalchemy import Engine, text
 
 TRIES = 10
+BUSY_S = 30.0  # how long one try waits for another process's lock or snapshot
 
 
 def compact_sqlite(path: Path) -> str:
@@ -38,9 +39,17 @@ def purge_chroma(path: Path) -> str:
 
 
 def _vacuum(conn: sqlite3.Connection) -> None:
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    _truncate_log(conn)
     conn.execute("VACUUM")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    _truncate_log(conn)
+
+
+def _truncate_log(conn: sqlite3.Connection) -> None:
+    """The log copied into the file and emptied; a reader still on an old snapshot keeps
+    the log's old pages (what was deleted) alive: that is busy, and tried again."""
+    busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+    if busy:
+        raise sqlite3.OperationalError("the write-ahead log is held by a reader")
 
 
 def _purge_log(conn: sqlite3.Connection) -> None:
@@ -66,7 +75,7 @@ def _retried(path: Path, work: Callable[[sqlite3.Connection], None], done: str) 
         return "absent"
     for attempt in range(TRIES):
         try:
-            conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)
+            conn = sqlite3.connect(str(path), timeout=BUSY_S, isolation_level=None)
             try:
                 work(conn)
             finally:

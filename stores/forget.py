@@ -1,9 +1,9 @@
 """Erasing a person or a chat everywhere its data lives (``groupmind forget``): events in
 Chroma and their postings in SQL, stored messages, what was learned, relationships, queued
-memory jobs and their checkpoints, context-usage records and chat states; and, for a
-person, their words where they were derived into someone else's data: the message an
-event of someone else answered, the recent messages other jobs carry, the group's topics
-and summary (rebuilt without them).
+memory jobs and their checkpoints, context-usage records, chat states, the events a chat
+bridge journaled; and, for a person, their words where they were derived into someone
+else's data: the message an event of someone else answered, the recent messages other
+jobs carry, the group's topics and summary (rebuilt without them).
 
 Jobs go first, so nothing new is written for the target while it is erased: the idle ones
 are deleted, running ones are waited for (their writes would land after the erase), then
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from domain.scope import ForgetTarget
 from stores.base import (
+    BridgeJournal,
     ChatStateRegistry,
     ContextUsageStore,
     EventStore,
@@ -56,6 +57,7 @@ def erase(
     context_usage: ContextUsageStore | None = None,
     chat_states: ChatStateRegistry | None = None,
     run_inbox: RunInbox | None = None,
+    bridge_journal: BridgeJournal | None = None,
     drop_threads: Callable[[Sequence[str]], None] | None = None,
     wait_s: float = 30.0,
     poll_s: float = 0.1,
@@ -90,6 +92,8 @@ def erase(
         counts["context_records"] = context_usage.forget(target, said)
     if run_inbox is not None:
         counts["journaled_messages"] = run_inbox.forget(target)
+    if bridge_journal is not None:
+        counts["bridge_events"] = bridge_journal.forget(target, said)
     if chat_states is not None and target.chat is not None and target.user_id is None:
         counts["chat_states"] = chat_states.forget(target.chat.key)
     if drop_threads is not None and job_ids:

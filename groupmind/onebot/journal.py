@@ -35,10 +35,15 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     event,
+    inspect,
     select,
     update,
 )
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.sql.elements import ColumnElement
+
+from domain.scope import ForgetTarget
+from stores.base import Said
 
 KEEP_S = 7 * 86400  # finished events are kept a week: quotes of the bot's answers resolve
 metadata = MetaData()
@@ -46,6 +51,7 @@ events = Table(
     "events",
     metadata,
     Column("seq", Integer, primary_key=True, autoincrement=True),  # arrival order
+    Column("bot", String(64), nullable=False, server_default=""),  # '': journaled before bots
     Column("self_id", String(64), nullable=False),
     Column("message_id", String(128), nullable=False),
     Column("chat", String(300), nullable=False),
@@ -78,9 +84,12 @@ class Entry:
 
 
 class Journal:
-    def __init__(self, path: Path) -> None:
+    """One file; ``bot``: the groupmind bot whose bridge writes it (one file may serve
+    several bots' bridges: each one's forget erases its own rows)."""
+
+    def __init__(self, path: Path, bot: str = "") -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
+        self.path, self.bot = path, bot
         self.engine: Engine = create_engine(f"sqlite:///{path}", hide_parameters=True)
 
         @event.listens_for(self.engine, "connect")
@@ -92,6 +101,11 @@ class Journal:
             cur.close()
 
         metadata.create_all(self.engine)
+        with self.engine.begin() as conn:  # a journal from before rows named their bot
+            if "bot" not in {c["name"] for c in inspect(conn).get_columns("events")}:
+                conn.exec_driver_sql(
+                    "ALTER TABLE events ADD COLUMN bot VARCHAR(64) NOT NULL DEFAULT ''"
+                )
         self._lock = threading.Lock()
 
     def receive(self, arrivals: list[tuple[str, dict[str, Any], str]]) -> list[int | None]:
@@ -102,9 +116,10 @@ class Journal:
         seqs: list[int | None] = []
         with self._lock, self.engine.begin() as conn:
             for self_id, event_value, chat in arrivals:
-                row = {"self_id": self_id, "message_id": str(event_value.get("message_id")),
-                       "chat": chat, "event": event_value, "state": "received",
-                       "received_at": now, "updated_at": now}  # fmt: skip
+                row = {"bot": self.bot, "self_id": self_id,
+                       "message_id": str(event_value.get("message_id")), "chat": chat,
+                       "event": event_value, "state": "received", "received_at": now,
+                       "updated_at": now}  # fmt: skip
                 stmt = sqlite_insert(events).values(**row).on_conflict_do_nothing()
                 seqs.append(conn.execute(stmt.returning(events.c.seq)).scalar())
         return seqs
@@ -171,6 +186,29 @@ class Journal:
             found = conn.execute(query).scalar()
         return None if found is None else str(found)
 
+    def forget(self, target: ForgetTarget, said: Said) -> int:
+        """Erase what a forget covers, of this bot's rows (and of rows from before rows
+        named their bot): a chat's every event; a person's events, and events whose frame
+        or answer quotes or names them (``said``). Unanswered ones go too: they are not
+        answered. How many rows went."""
+        chats: ColumnElement[bool] = events.c.chat.like(f"{target.platform}:%")
+        if target.chat is not None:
+            chats = events.c.chat == target.chat.key
+        mine = (events.c.bot.in_((self.bot, "")), chats)
+        with self._lock, self.engine.begin() as conn:
+            if target.user_id is None:
+                return int(conn.execute(events.delete().where(*mine)).rowcount)
+            rows = conn.execute(select(events.c.seq, events.c.event, events.c.action).where(*mine))
+            gone = [
+                seq
+                for seq, frame, action in rows
+                if str(frame.get("user_id")) == target.user_id
+                or said.mentioned_in(json.dumps([frame, action], ensure_ascii=False))
+            ]
+            for start in range(0, len(gone), 500):
+                conn.execute(events.delete().where(events.c.seq.in_(gone[start : start + 500])))
+        return len(gone)
+
     def counts(self) -> dict[str, int]:
         from sqlalchemy import func
 
@@ -180,6 +218,24 @@ class Journal:
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+@dataclass(frozen=True)
+class JournalAt:
+    """One bot's rows of the journal at ``path``, for forget (``stores.base.BridgeJournal``):
+    the file is opened only when there is one, beside a bridge that may be running."""
+
+    path: Path
+    bot: str
+
+    def forget(self, target: ForgetTarget, said: Said) -> int:
+        if not self.path.exists():
+            return 0
+        journal = Journal(self.path, self.bot)
+        try:
+            return journal.forget(target, said)
+        finally:
+            journal.close()
 
 
 def _entry(row: Any) -> Entry:

@@ -34,7 +34,7 @@ class BridgeOptions:
     api_key: str | None = None
     platform: str = "qq"
     stickers: StickerMode = "image"
-    journal: Path | None = None  # default: <data dir>/onebot-journal.db
+    journal: Path | None = None  # default: Settings.onebot_journal
 
 
 def check_exposure(opts: BridgeOptions) -> None:
@@ -65,7 +65,10 @@ async def run_bridge(
 ) -> None:
     check_exposure(opts)
     brain = await asyncio.to_thread(make_brain, settings, opts, variants)
-    journal = Journal(opts.journal or settings.data_dir / "onebot-journal.db")
+    if opts.journal and opts.journal.resolve() != settings.resolved_onebot_journal.resolve():
+        log.warning("onebot: --journal %s: forget erases from %s; set GROUPMIND_ONEBOT_JOURNAL "
+                    "instead", opts.journal, settings.resolved_onebot_journal)  # fmt: skip
+    journal = Journal(opts.journal or settings.resolved_onebot_journal, bot=settings.bot_id)
     bridge = Bridge(
         brain,
         journal,

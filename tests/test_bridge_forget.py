@@ -1,0 +1,135 @@
+"""Forget reaches the OneBot bridge's journal, which keeps every message event it received
+(and the answer it sent) for a week: a person's events, and events quoting or naming
+them, go; a chat's go whole; another bot's rows on the same file stay. End to end: a
+bridge answering through the implementation stand-in, `groupmind forget` beside it, then
+every file of the data dir read byte by byte."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from domain.scope import ChatScope, ForgetTarget
+from groupmind.cli import app
+from groupmind.onebot.brains import InProcessBrain
+from groupmind.onebot.bridge import Bridge
+from groupmind.onebot.journal import Journal, JournalAt
+from groupmind.settings import Settings
+from stores.base import Said
+from tests.onebot_standin import SELF_ID, Implementation, group_event, private_event
+from tests.test_forget_scan import traces
+
+AT_BOT = {"type": "at", "data": {"qq": str(SELF_ID)}}
+SAID = ["ZQXJ7731", "猫头鹰咖啡馆", "KVBN5512"]
+
+
+def text(t: str) -> dict[str, Any]:
+    return {"type": "text", "data": {"text": t}}
+
+
+def journaled(journal: Journal, rows: list[tuple[int, Any, str]]) -> None:
+    journal.receive([(str(SELF_ID), event, chat) for _, event, chat in rows])
+
+
+def test_a_person_goes_from_one_bots_rows_and_a_chat_goes_whole(tmp_path: Path) -> None:
+    path = tmp_path / "journal.db"
+    ours, theirs = Journal(path, bot="bot"), Journal(path, bot="other")
+    rows = [
+        (1, group_event(1001, 10001, f"我的暗号是 {SAID[0]}"), "qq:group:1001"),
+        (2, group_event(1001, 10002, "明天见"), "qq:group:1001"),
+        (3, group_event(1001, 10002, "小明说他常去那家店"), "qq:group:1001"),  # names them
+        (4, private_event(10001, f"{SAID[2]} 是我的新密码"), "qq:private:10001"),
+        (5, group_event(2002, 10003, "别的群"), "qq:group:2002"),
+    ]
+    journaled(ours, rows)
+    journaled(theirs, [(n, {**e, "message_id": e["message_id"] + 10**6}, c) for n, e, c in rows])
+    said = Said("10001", frozenset({"小明"}), (f"我的暗号是 {SAID[0]}",))
+    person = ForgetTarget(platform="qq", user_id="10001")
+    assert JournalAt(path, "bot").forget(person, said) == 3
+    assert ours.counts() == {"received": 7}  # 2 of ours, 5 of the other bot's
+    left = [json.loads(e) for (e,) in sqlite3.connect(path).execute(
+        "SELECT event FROM events WHERE bot = 'bot' ORDER BY seq")]  # fmt: skip
+    assert [e["raw_message"] for e in left] == ["明天见", "别的群"]
+    chat = ForgetTarget(platform="qq", chat=ChatScope(platform="qq", chat_type="group",
+                                                      chat_id="2002"))  # fmt: skip
+    assert JournalAt(path, "other").forget(chat, Said("")) == 1
+    assert JournalAt(path, "bot").forget(chat, Said("")) == 1
+    assert ours.counts() == {"received": 5}
+    assert JournalAt(tmp_path / "none.db", "bot").forget(person, said) == 0
+    assert not (tmp_path / "none.db").exists()  # no journal: none is made
+
+
+def test_a_journal_from_before_bots_is_taken_as_any_bots(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as conn:  # the journal's table as it was
+        conn.execute(
+            "CREATE TABLE events (seq INTEGER PRIMARY KEY AUTOINCREMENT, self_id VARCHAR(64) "
+            "NOT NULL, message_id VARCHAR(128) NOT NULL, chat VARCHAR(300) NOT NULL, event "
+            "JSON NOT NULL, state VARCHAR(16) NOT NULL, action JSON, reply_id VARCHAR(160), "
+            "sent_id VARCHAR(128), error TEXT, received_at FLOAT NOT NULL, updated_at FLOAT "
+            "NOT NULL, CONSTRAINT uq_events_message UNIQUE (self_id, message_id))"
+        )
+        event = group_event(1001, 10001, f"我的暗号是 {SAID[0]}")
+        conn.execute(
+            "INSERT INTO events (self_id, message_id, chat, event, state, received_at, "
+            "updated_at) VALUES ('1', '9', 'qq:group:1001', ?, 'received', 0, 0)",
+            (json.dumps(event),),
+        )
+    journal = Journal(path, bot="bot")
+    journaled(journal, [(1, group_event(1001, 10001, "新的一条"), "qq:group:1001")])
+    target = ForgetTarget(platform="qq", user_id="10001")
+    assert JournalAt(path, "bot").forget(target, Said("10001")) == 2
+    assert journal.counts() == {}
+
+
+@pytest.mark.slow
+def test_forget_beside_a_running_bridge_leaves_nothing_in_its_journal(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    settings = Settings(_env_file=None, data_dir=data)  # type: ignore[call-arg]
+    runner = CliRunner()
+
+    async def main() -> None:
+        brain: Any = await asyncio.to_thread(InProcessBrain, settings)
+        journal = Journal(settings.resolved_onebot_journal, bot=settings.bot_id)
+        bridge = Bridge(brain, journal, bot_id=settings.bot_id)
+        server = await bridge.serve_reverse("127.0.0.1", 0)
+        url = f"ws://127.0.0.1:{next(iter(server.sockets)).getsockname()[1]}/onebot/v11/ws"
+        impl = Implementation(group_names={1001: "技术交流群"})
+        await impl.dial(url)
+        said = f" 我的暗号是 {SAID[0]}，我常去{SAID[1]}"
+        await impl.send(group_event(1001, 10001, [AT_BOT, text(said)], card="小明"))
+        await impl.send(private_event(10001, f"{SAID[2]} 是我的新密码"))
+        await impl.send(group_event(1001, 10002, "明天见", card="阿强"))
+        await impl.wait_for(2)
+        for _ in range(100):  # every message settled (answered or not): none in flight
+            if set(journal.counts()) <= {"done", "sent"} and sum(journal.counts().values()) == 3:
+                break
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(2)  # the memory worker
+        assert any(f.startswith("onebot-journal.db") for f in traces(data, SAID))
+        forget = ["--data-dir", str(data), "forget", "--user-id", "10001", "--yes", "--json"]
+        erased = await asyncio.to_thread(runner.invoke, app, forget)
+        assert erased.exit_code == 0, erased.output
+        result = json.loads(erased.stdout)
+        assert result["removed"]["bridge_events"] == 2
+        assert result["compacted"]["bridge_journal"] == "compacted"
+        assert traces(data, [*SAID, "小明"]) == {}
+        assert sum(journal.counts().values()) == 1  # 阿强's is kept
+        # The bridge goes on, on the same journal.
+        await impl.send(group_event(1001, 10002, [AT_BOT, text(" 在吗")], card="阿强"))
+        before = len(impl.sent("send_"))
+        sends = await impl.wait_for(before + 1)
+        assert sends[-1]["params"]["group_id"] == 1001
+        await impl.hang_up()
+        server.close()
+        await server.wait_closed()
+        await bridge.close()
+
+    asyncio.run(main())
+    assert traces(data, SAID) == {}
