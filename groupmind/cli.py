@@ -572,7 +572,7 @@ def export(
     session = open_session(STATE.settings, worker=False, bot=STATE.bot)
     deps = session.deps
     persona_id = persona or deps.persona_for(chat.platform, chat.chat_type, chat.chat_id)
-    name = next((c.name for c in chat_overview(session.runtime.engine, STATE.bot)
+    name = next((c.name for c in chat_overview(session.runtime.engine, STATE.bot, only=chat)
                  if c.stream == chat.key), "")  # fmt: skip
     examples = export_chat(deps, chat, persona_id, chat_name=name, keep_reply_to=keep_reply_to,
                            actions_from_bot=actions_from_bot)  # fmt: skip

@@ -701,6 +701,10 @@ class ContextUsage:
 class ContextUsageStore(Protocol):
     def record(self, usage: ContextUsage) -> None: ...
     def get(self, context_id: str) -> ContextUsage | None: ...
+    def get_many(self, context_ids: Sequence[str]) -> dict[str, ContextUsage]:
+        """The records there are, by id (one read for a page of messages)."""
+        ...
+
     def forget(self, target: ForgetTarget, said: Said | None = None) -> int:
         """Delete the records of a chat, or of the replies to a person and, with ``said``,
         the records in their chats whose reply quotes or names them; returns how many."""

@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -182,6 +183,20 @@ def enqueue(engine: Engine, batch: list[dict[str, Any]]) -> None:
         queue.enqueue(job["request_id"], job, scope=GROUP, user_id=job["user_id"])
 
 
+DRAIN_S = 240.0  # under pytest's 300 s: a drain that never ends is reported with what it left
+
+
+def what_was_left(engine: Engine, batch: list[dict[str, Any]], log: Path) -> list[str]:
+    """For a fault that lost a job: the batch's statuses (and last errors), the worker's
+    last lines."""
+    queue = SqlJobQueue(engine, bot="bot")
+    rows = [queue.get(j["request_id"]) for j in batch]
+    statuses = Counter(r.status if r else "missing" for r in rows)
+    errors = sorted({str(r.last_error)[:200] for r in rows if r is not None and r.last_error})
+    tail = log.read_text(errors="replace")[-3000:] if log.exists() else "(no log)"
+    return [f"statuses {dict(statuses)}", *errors[:5], tail]
+
+
 def wait_drained(engine: Engine, ids: list[str], timeout: float, proc: Any = None) -> float:
     """Seconds until every job is ``done`` (or the timeout); a database still coming back
     is waited for."""
@@ -261,11 +276,11 @@ def worker_kill9(n: int, kills: int, seed: int = 1) -> Result:
             proc.kill()
             proc.wait()
             proc = start_worker(env, log)
-        drain = wait_drained(engine, [j["request_id"] for j in batch], 300, proc)
+        drain = wait_drained(engine, [j["request_id"] for j in batch], DRAIN_S, proc)
         alive = proc.poll() is None
         stop(proc)
         lost, twice = job_outcome(engine, batch)
-        notes = [log.read_text(errors="replace")[-3000:]] if lost or twice or not alive else []
+        notes = what_was_left(engine, batch, log) if lost or twice or not alive else []
         return Result(f"worker kill -9 ×{kills}", n, lost, twice, drain, alive, notes)
 
 
@@ -274,8 +289,11 @@ def worker_postgres_restart(n: int, down_s: float = 3.0) -> Result:
     with postgres_cluster() as pg, tempfile.TemporaryDirectory() as tmp:
         url = pg.url  # type: ignore[attr-defined]
         engine = sql(url)
-        env = env_for(Path(tmp) / "data", sql_url=url, checkpointer="postgres")
-        proc = start_worker(env, Path(tmp) / "worker.log")
+        env, log = (
+            env_for(Path(tmp) / "data", sql_url=url, checkpointer="postgres"),
+            Path(tmp) / "w.log",
+        )
+        proc = start_worker(env, log)
         batch = jobs(n)
         enqueue(engine, batch[: n // 2])
         time.sleep(2.0)
@@ -283,12 +301,13 @@ def worker_postgres_restart(n: int, down_s: float = 3.0) -> Result:
         time.sleep(down_s)
         pg(True)
         enqueue(engine, batch[n // 2 :])
-        drain = wait_drained(engine, [j["request_id"] for j in batch], 300, proc)
+        drain = wait_drained(engine, [j["request_id"] for j in batch], DRAIN_S, proc)
         alive = proc.poll() is None
         stop(proc)
         lost, twice = job_outcome(engine, batch)
+        notes = what_was_left(engine, batch, log) if lost or twice or not alive else []
         engine.dispose()
-        return Result("PostgreSQL stopped hard under a worker", n, lost, twice, drain, alive)
+        return Result("PostgreSQL stopped hard under a worker", n, lost, twice, drain, alive, notes)
 
 
 def worker_chroma_restart(n: int, down_s: float = 5.0) -> Result:
@@ -298,18 +317,20 @@ def worker_chroma_restart(n: int, down_s: float = 5.0) -> Result:
         engine = sql(f"sqlite:///{data / 'groupmind.db'}")
         env = env_for(data, chroma_host="127.0.0.1", chroma_port=str(chroma.port),  # type: ignore[attr-defined]
                       job_backoff_base_s="0.5", job_backoff_max_s="3")  # fmt: skip
-        proc = start_worker(env, Path(tmp) / "worker.log")
+        log = Path(tmp) / "worker.log"
+        proc = start_worker(env, log)
         batch = jobs(n)
         enqueue(engine, batch)
         time.sleep(1.5)
         chroma(False)
         time.sleep(down_s)
         chroma(True)
-        drain = wait_drained(engine, [j["request_id"] for j in batch], 300, proc)
+        drain = wait_drained(engine, [j["request_id"] for j in batch], DRAIN_S, proc)
         alive = proc.poll() is None
         stop(proc)
         lost, twice = job_outcome(engine, batch)
-        return Result("chroma run killed and restarted", n, lost, twice, drain, alive)
+        notes = what_was_left(engine, batch, log) if lost or twice or not alive else []
+        return Result("chroma run killed and restarted", n, lost, twice, drain, alive, notes)
 
 
 def worker_model_outage(n: int, down_s: float = 5.0) -> Result:
@@ -339,7 +360,7 @@ def worker_model_outage(n: int, down_s: float = 5.0) -> Result:
         time.sleep(down_s)  # the endpoint is gone
         standin: StandIn
         with serve(script, port=port) as standin:
-            drain = wait_drained(engine, [j["request_id"] for j in batch], 300, proc)
+            drain = wait_drained(engine, [j["request_id"] for j in batch], DRAIN_S, proc)
             alive = proc.poll() is None
             stop(proc)
         lost, twice = job_outcome(engine, batch)

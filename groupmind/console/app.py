@@ -136,7 +136,7 @@ def make_console(host: Host) -> Starlette:
         scope = _scope(stream)
         if scope is None:
             return PlainTextResponse(f"chat: {stream!r} is not platform:type:id", 404)
-        known = {c["stream"]: c for c in views.chats(host.runtime().engine, bot)}
+        known = {c["stream"]: c for c in views.chats(host.runtime().engine, bot, only=scope)}
         persona = (
             request.query_params.get("persona")
             or known.get(stream, {}).get("persona_id")

@@ -23,8 +23,8 @@ from stores.sql.schema import MessageRow
 FOREVER = 4_102_444_800.0  # 2100-01-01: "before" for a chat's latest messages
 
 
-def chats(engine: Engine, bot: str) -> list[dict[str, Any]]:
-    return [asdict(c) for c in chat_overview(engine, bot)]
+def chats(engine: Engine, bot: str, only: ChatScope | None = None) -> list[dict[str, Any]]:
+    return [asdict(c) for c in chat_overview(engine, bot, only)]
 
 
 def chat_messages(
@@ -33,13 +33,16 @@ def chat_messages(
     """A chat's latest messages, each with what its reply was given and decided (the
     context-usage record), the memories named by their text."""
     messages = deps.messages.window(stream, persona_id, before=FOREVER, since=0.0, limit=limit)
+    # One read of the records and one of the memories for the page, not two per message.
+    keys = {m.message_id: usage_id(stream, persona_id, m.message_id) for m in messages}
+    usages = deps.context_usage.get_many([keys[m.message_id] for m in messages if not m.from_bot])
+    named = {i for u in usages.values() for i in u.memory_ids}
+    memories = {e.id: e.text for e in deps.events.get(sorted(named))} if named else {}
     rows = []
     for m in messages:
         row: dict[str, Any] = {**asdict(m), "usage": None}
-        key = usage_id(stream, persona_id, m.message_id)
-        usage = None if m.from_bot else deps.context_usage.get(key)
+        usage = None if m.from_bot else usages.get(keys[m.message_id])
         if usage is not None:
-            memories = {e.id: e.text for e in deps.events.get(usage.memory_ids)}
             row["usage"] = {
                 "action": usage.action,
                 "reason": usage.reason,

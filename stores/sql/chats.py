@@ -37,9 +37,18 @@ def _key(platform: str, chat_type: Any, chat_id: str) -> str:
     return ChatScope(platform=platform, chat_type=chat_type, chat_id=chat_id).key
 
 
-def chat_overview(engine: Engine, bot: str) -> list[ChatSummary]:
-    """One bot's chats."""
+def chat_overview(engine: Engine, bot: str, only: ChatScope | None = None) -> list[ChatSummary]:
+    """One bot's chats; ``only``: that chat alone (read by its keys, not by counting every
+    chat: a console page of one chat does not pay for a million memories elsewhere)."""
     chats: dict[str, ChatSummary] = {}
+
+    def where(row: Any, stream: bool = False) -> list[Any]:
+        if only is None:
+            return [mine(row, bot)]
+        if stream:
+            return [mine(row, bot), row.stream == only.key]
+        return [mine(row, bot), row.platform == only.platform, row.chat_type == only.chat_type,
+                row.chat_id == only.chat_id]  # fmt: skip
 
     def chat(stream: str) -> ChatSummary:
         return chats.setdefault(stream, ChatSummary(stream))
@@ -47,7 +56,7 @@ def chat_overview(engine: Engine, bot: str) -> list[ChatSummary]:
     with Session(engine) as s:
         latest = (
             select(MessageRow.stream, func.count(), func.max(MessageRow.seq))
-            .where(mine(MessageRow, bot), MessageRow.from_bot.is_(False))
+            .where(*where(MessageRow, stream=True), MessageRow.from_bot.is_(False))
             .group_by(MessageRow.stream)
         )
         last_seqs = {}
@@ -59,13 +68,15 @@ def chat_overview(engine: Engine, bot: str) -> list[ChatSummary]:
         ):
             chat(row.stream).persona_id = row.persona_id
             chat(row.stream).last_message_at = row.timestamp
-        states = select(ChatStateRow.stream, ChatStateRow.state).where(mine(ChatStateRow, bot))
+        states = select(ChatStateRow.stream, ChatStateRow.state).where(
+            *where(ChatStateRow, stream=True)
+        )
         for stream, state in s.execute(states):
             chat(stream).state = state
         events = select(
             EventDocRow.platform, EventDocRow.chat_type, EventDocRow.chat_id,
             EventDocRow.persona_id, func.count(), func.max(EventDocRow.chat_name),
-        ).where(mine(EventDocRow, bot)).group_by(
+        ).where(*where(EventDocRow)).group_by(
             EventDocRow.platform, EventDocRow.chat_type, EventDocRow.chat_id, EventDocRow.persona_id
         )  # fmt: skip
         for platform, chat_type, chat_id, persona, count, name in s.execute(events):
@@ -76,7 +87,7 @@ def chat_overview(engine: Engine, bot: str) -> list[ChatSummary]:
             select(
                 MemoryJobRow.platform, MemoryJobRow.chat_type, MemoryJobRow.chat_id, func.count()
             )
-            .where(mine(MemoryJobRow, bot), MemoryJobRow.status != "done")
+            .where(*where(MemoryJobRow), MemoryJobRow.status != "done")
             .group_by(MemoryJobRow.platform, MemoryJobRow.chat_type, MemoryJobRow.chat_id)
         )
         for platform, chat_type, chat_id, count in s.execute(waiting):
@@ -84,6 +95,10 @@ def chat_overview(engine: Engine, bot: str) -> list[ChatSummary]:
         groups = select(
             GroupProfileRow.platform, GroupProfileRow.group_id, GroupProfileRow.group_name
         ).where(mine(GroupProfileRow, bot))
+        if only is not None:
+            groups = groups.where(
+                GroupProfileRow.platform == only.platform, GroupProfileRow.group_id == only.chat_id
+            )
         for platform, group_id, name in s.execute(groups):
             found = chats.get(_key(platform, "group", group_id))
             if found is not None and name:

@@ -321,31 +321,35 @@ class SqlContextUsage:
                 conn.execute(insert(ContextUsageRow).values(**values))
 
     def get(self, context_id: str) -> ContextUsage | None:
-        query = select(ContextUsageRow).where(
-            mine(ContextUsageRow, self.bot), ContextUsageRow.context_id == context_id
-        )
+        return self.get_many([context_id]).get(context_id)
+
+    def get_many(self, context_ids: Sequence[str]) -> dict[str, ContextUsage]:
+        found: dict[str, ContextUsage] = {}
         with Session(self.engine) as s:
-            row = s.scalars(query).first()
-            if row is None:
-                return None
-            return ContextUsage(
-                context_id=row.context_id,
-                platform=row.platform,
-                chat_type=row.chat_type,  # type: ignore[arg-type]
-                chat_id=row.chat_id,
-                persona_id=row.persona_id,
-                user_id=row.user_id,
-                trigger_message_id=row.trigger_message_id,
-                context_message_ids=list(row.context_message_ids),
-                relevance_scores=dict(row.relevance_scores),
-                llm_response=row.llm_response,
-                prompt_tokens=row.prompt_tokens,
-                completion_tokens=row.completion_tokens,
-                cost=row.cost,
-                memory_ids=list(row.memory_ids or []),
-                action=row.action,
-                reason=row.reason,
-            )
+            for part in chunks(list(context_ids)):
+                query = select(ContextUsageRow).where(
+                    mine(ContextUsageRow, self.bot), ContextUsageRow.context_id.in_(part)
+                )
+                for row in s.scalars(query):
+                    found[row.context_id] = ContextUsage(
+                        context_id=row.context_id,
+                        platform=row.platform,
+                        chat_type=row.chat_type,  # type: ignore[arg-type]
+                        chat_id=row.chat_id,
+                        persona_id=row.persona_id,
+                        user_id=row.user_id,
+                        trigger_message_id=row.trigger_message_id,
+                        context_message_ids=list(row.context_message_ids),
+                        relevance_scores=dict(row.relevance_scores),
+                        llm_response=row.llm_response,
+                        prompt_tokens=row.prompt_tokens,
+                        completion_tokens=row.completion_tokens,
+                        cost=row.cost,
+                        memory_ids=list(row.memory_ids or []),
+                        action=row.action,
+                        reason=row.reason,
+                    )
+        return found
 
     def forget(self, target: ForgetTarget, said: Said | None = None) -> int:
         """The records of a chat, or of the replies to a person (in one chat or all) and,
