@@ -130,6 +130,7 @@ def _postgres(url: str) -> BaseCheckpointSaver[str]:
     restart is checked and replaced on its next use, so a long-lived process carries on.
     Its tables are set up under an advisory lock, so processes starting together on an
     empty database do not race on the checkpointer's own migrations."""
+    import psycopg
     from langgraph.checkpoint.postgres import PostgresSaver
     from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool
@@ -151,17 +152,21 @@ def _postgres(url: str) -> BaseCheckpointSaver[str]:
         check=ConnectionPool.check_connection,
         open=True,
     )
-    saver = PostgresSaver(pool, serde=serde())
-    with pool.connection() as conn:
+    # The tables are made over a connection of their own that commits synchronously: the
+    # pool's do not, and a crash right after the setup lost its last migrations (a column
+    # every write needs), for good, since the setup does not run again.
+    with psycopg.Connection.connect(
+        url, autocommit=True, prepare_threshold=0, row_factory=dict_row
+    ) as conn:
         # Polled, not waited on: a session blocked in pg_advisory_lock holds a snapshot,
         # and the setup's CREATE INDEX CONCURRENTLY would wait for it (a deadlock).
         while not _try_lock(conn):
             time.sleep(0.2)
         try:
-            saver.setup()
+            PostgresSaver(conn, serde=serde()).setup()
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
-    return saver
+    return PostgresSaver(pool, serde=serde())
 
 
 def _try_lock(conn: Any) -> bool:
