@@ -144,17 +144,15 @@ def _postgres(url: str) -> BaseCheckpointSaver[str]:
             "autocommit": True,
             "prepare_threshold": 0,
             "row_factory": dict_row,
-            # A step's write does not wait for the WAL to reach the disk (a job writes ~50).
-            # A server crash may lose the last steps: they run again on resume, and the
-            # memory graph's nodes are idempotent (the SQL store's writes stay synchronous).
-            "options": "-c synchronous_commit=off",
+            # Commits wait for the disk: with synchronous_commit=off (tried: ~5 % more jobs
+            # a second), a crash of the server could bring back a thread forget had deleted.
         },
         check=ConnectionPool.check_connection,
         open=True,
     )
-    # The tables are made over a connection of their own that commits synchronously: the
-    # pool's do not, and a crash right after the setup lost its last migrations (a column
-    # every write needs), for good, since the setup does not run again.
+    # The tables are made over a connection of their own, with the lock held on it: a
+    # crash right after the setup must not lose its last migrations (a column every write
+    # needs): the setup does not run again (tests/test_checkpoint_setup.py).
     with psycopg.Connection.connect(
         url, autocommit=True, prepare_threshold=0, row_factory=dict_row
     ) as conn:
