@@ -14,6 +14,7 @@ quoting the bot's message is replying to the bot.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -40,6 +41,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.sql.elements import ColumnElement
 
 from domain.scope import ForgetTarget
@@ -103,9 +105,10 @@ class Journal:
         metadata.create_all(self.engine)
         with self.engine.begin() as conn:  # a journal from before rows named their bot
             if "bot" not in {c["name"] for c in inspect(conn).get_columns("events")}:
-                conn.exec_driver_sql(
-                    "ALTER TABLE events ADD COLUMN bot VARCHAR(64) NOT NULL DEFAULT ''"
-                )
+                with contextlib.suppress(OperationalError):  # another bridge added it first
+                    conn.exec_driver_sql(
+                        "ALTER TABLE events ADD COLUMN bot VARCHAR(64) NOT NULL DEFAULT ''"
+                    )
         self._lock = threading.Lock()
 
     def receive(self, arrivals: list[tuple[str, dict[str, Any], str]]) -> list[int | None]:
