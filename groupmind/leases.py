@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -46,8 +47,8 @@ class LeaseKeeper:
 
     def _beat(self) -> None:
         wait = max(0.5, self.lease_s / 3)
-        idle = threading.Event()  # never set: a sleep that is not a busy loop
-        while not idle.wait(wait):
+        while True:
+            time.sleep(wait)
             with self._lock:
                 if not self._held:  # a worker with nothing to run keeps no thread
                     self._thread = None

@@ -33,22 +33,22 @@ def text(t: str) -> dict[str, Any]:
     return {"type": "text", "data": {"text": t}}
 
 
-def journaled(journal: Journal, rows: list[tuple[int, Any, str]]) -> None:
-    journal.receive([(str(SELF_ID), event, chat) for _, event, chat in rows])
+def journaled(journal: Journal, rows: list[tuple[dict[str, Any], str]]) -> None:
+    journal.receive([(str(SELF_ID), event, chat) for event, chat in rows])
 
 
 def test_a_person_goes_from_one_bots_rows_and_a_chat_goes_whole(tmp_path: Path) -> None:
     path = tmp_path / "journal.db"
     ours, theirs = Journal(path, bot="bot"), Journal(path, bot="other")
     rows = [
-        (1, group_event(1001, 10001, f"我的暗号是 {SAID[0]}"), "qq:group:1001"),
-        (2, group_event(1001, 10002, "明天见"), "qq:group:1001"),
-        (3, group_event(1001, 10002, "小明说他常去那家店"), "qq:group:1001"),  # names them
-        (4, private_event(10001, f"{SAID[2]} 是我的新密码"), "qq:private:10001"),
-        (5, group_event(2002, 10003, "别的群"), "qq:group:2002"),
+        (group_event(1001, 10001, f"我的暗号是 {SAID[0]}"), "qq:group:1001"),
+        (group_event(1001, 10002, "明天见"), "qq:group:1001"),
+        (group_event(1001, 10002, "小明说他常去那家店"), "qq:group:1001"),  # names them
+        (private_event(10001, f"{SAID[2]} 是我的新密码"), "qq:private:10001"),
+        (group_event(2002, 10003, "别的群"), "qq:group:2002"),
     ]
     journaled(ours, rows)
-    journaled(theirs, [(n, {**e, "message_id": e["message_id"] + 10**6}, c) for n, e, c in rows])
+    journaled(theirs, [({**e, "message_id": e["message_id"] + 10**6}, c) for e, c in rows])
     said = Said("10001", frozenset({"小明"}), (f"我的暗号是 {SAID[0]}",))
     person = ForgetTarget(platform="qq", user_id="10001")
     assert JournalAt(path, "bot").forget(person, said) == 3
@@ -82,7 +82,7 @@ def test_a_journal_from_before_bots_is_taken_as_any_bots(tmp_path: Path) -> None
             (json.dumps(event),),
         )
     journal = Journal(path, bot="bot")
-    journaled(journal, [(1, group_event(1001, 10001, "新的一条"), "qq:group:1001")])
+    journaled(journal, [(group_event(1001, 10001, "新的一条"), "qq:group:1001")])
     target = ForgetTarget(platform="qq", user_id="10001")
     assert JournalAt(path, "bot").forget(target, Said("10001")) == 2
     assert journal.counts() == {}

@@ -46,6 +46,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from domain.scope import ForgetTarget
 from stores.base import Said
+from stores.sql.covered import chunks
 
 KEEP_S = 7 * 86400  # finished events are kept a week: quotes of the bot's answers resolve
 metadata = MetaData()
@@ -208,8 +209,8 @@ class Journal:
                 if str(frame.get("user_id")) == target.user_id
                 or said.mentioned_in(json.dumps([frame, action], ensure_ascii=False))
             ]
-            for start in range(0, len(gone), 500):
-                conn.execute(events.delete().where(events.c.seq.in_(gone[start : start + 500])))
+            for part in chunks(gone):
+                conn.execute(events.delete().where(events.c.seq.in_(part)))
         return len(gone)
 
     def counts(self) -> dict[str, int]:

@@ -330,25 +330,7 @@ class SqlContextUsage:
                 query = select(ContextUsageRow).where(
                     mine(ContextUsageRow, self.bot), ContextUsageRow.context_id.in_(part)
                 )
-                for row in s.scalars(query):
-                    found[row.context_id] = ContextUsage(
-                        context_id=row.context_id,
-                        platform=row.platform,
-                        chat_type=row.chat_type,  # type: ignore[arg-type]
-                        chat_id=row.chat_id,
-                        persona_id=row.persona_id,
-                        user_id=row.user_id,
-                        trigger_message_id=row.trigger_message_id,
-                        context_message_ids=list(row.context_message_ids),
-                        relevance_scores=dict(row.relevance_scores),
-                        llm_response=row.llm_response,
-                        prompt_tokens=row.prompt_tokens,
-                        completion_tokens=row.completion_tokens,
-                        cost=row.cost,
-                        memory_ids=list(row.memory_ids or []),
-                        action=row.action,
-                        reason=row.reason,
-                    )
+                found.update((row.context_id, _usage(row)) for row in s.scalars(query))
         return found
 
     def forget(self, target: ForgetTarget, said: Said | None = None) -> int:
@@ -369,3 +351,24 @@ class SqlContextUsage:
                     delete(ContextUsageRow).where(*chats, ContextUsageRow.context_id.in_(part))
                 )
             return gone + len(quoting)
+
+
+def _usage(row: ContextUsageRow) -> ContextUsage:
+    return ContextUsage(
+        context_id=row.context_id,
+        platform=row.platform,
+        chat_type=row.chat_type,  # type: ignore[arg-type]
+        chat_id=row.chat_id,
+        persona_id=row.persona_id,
+        user_id=row.user_id,
+        trigger_message_id=row.trigger_message_id,
+        context_message_ids=list(row.context_message_ids),
+        relevance_scores=dict(row.relevance_scores),
+        llm_response=row.llm_response,
+        prompt_tokens=row.prompt_tokens,
+        completion_tokens=row.completion_tokens,
+        cost=row.cost,
+        memory_ids=list(row.memory_ids or []),
+        action=row.action,
+        reason=row.reason,
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from sqlalchemy import text
 
 import stores.compact as compact
@@ -51,7 +52,9 @@ def test_deleted_rows_outlive_secure_delete_and_go_with_compaction(tmp_path: Pat
         assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == 200
 
 
-def test_a_reader_holding_the_log_is_waited_for_then_reported(tmp_path: Path) -> None:
+def test_a_reader_holding_the_log_is_waited_for_then_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "store.db"
     engine = make_engine(f"sqlite:///{path}")
     with engine.connect() as conn:
@@ -61,12 +64,10 @@ def test_a_reader_holding_the_log_is_waited_for_then_reported(tmp_path: Path) ->
     reader.execute("SELECT count(*) FROM t").fetchone()  # a snapshot: the log must stay
     with engine.begin() as conn:  # a write after it: the log cannot be emptied
         conn.execute(text("INSERT INTO t (body) VALUES ('after')"))
-    tries, busy_s = compact.TRIES, compact.BUSY_S
-    compact.TRIES, compact.BUSY_S = 2, 0.2
-    try:
-        assert compact_sqlite(path).startswith("busy (")
-    finally:
-        compact.TRIES, compact.BUSY_S = tries, busy_s
+    monkeypatch.setattr(compact, "TRIES", 2)
+    monkeypatch.setattr(compact, "BUSY_S", 0.2)
+    assert compact_sqlite(path).startswith("busy (")
+    monkeypatch.undo()
     reader.close()
     assert compact_sqlite(path) == "compacted"
     assert residue(path) == []
