@@ -14,7 +14,8 @@ chats (at most 10,000). Then, in this one process:
 - a bot process started afresh on the data dir (as after a restart): its replies, its RSS.
 
 Then the memory worker's throughput: the same rule jobs queued once, drained by 1, 2 and 4
-``groupmind worker --once`` processes over a Chroma server, with SQL and checkpoints in
+``groupmind worker --once`` processes of 1 and of 4 threads each (``WORKER_THREADS``) over
+a Chroma server, with SQL and checkpoints in
 SQLite, then in PostgreSQL (jobs/s from the first job done to the last). And the OneBot
 bridge's messages/s end to end, as a `groupmind onebot` process answers a burst from a
 protocol stand-in, and until its own worker has remembered them (benchmarks/bridge_rate.py).
@@ -285,25 +286,32 @@ def settings_of(env: dict[str, str]) -> dict[str, Any]:
     return {name: env[key] for key, name in keys.items() if key in env}
 
 
-def throughput(work: Path, counts: tuple[int, ...], per_run: int, backends: list[str]) -> list[Any]:
+def throughput(
+    work: Path, counts: tuple[int, ...], per_run: int, backends: list[str], threads: list[int]
+) -> list[Any]:
+    """Per backend, threads a worker (``WORKER_THREADS``) and number of worker processes:
+    jobs/s and where the CPU went."""
     out = []
     for backend in backends:
-        for workers in counts:
-            run = work / f"workers-{backend}-{workers}"
-            shutil.rmtree(run, ignore_errors=True)
-            run.mkdir(parents=True)
-            with (
-                chroma_server(run) as port,
-                postgres() if backend == "postgresql" else _none() as pg,
-            ):
-                env = {**os.environ, "GROUPMIND_DATA_DIR": str(run / "data"),
-                       "GROUPMIND_CHROMA_HOST": "127.0.0.1", "GROUPMIND_CHROMA_PORT": str(port)}  # fmt: skip
-                if pg:
-                    env |= {"GROUPMIND_SQL_URL": pg[0], "GROUPMIND_CHECKPOINTER": "postgres",
-                            "GROUPMIND_CHECKPOINT_URL": pg[1]}  # fmt: skip
-                result = {"backend": backend, **drain(env, workers, per_run)}
-            console.print(f"  {backend}, {workers} worker(s): {result['jobs_per_s']:.1f} jobs/s")
-            out.append(result)
+        for each in threads:
+            for workers in counts:
+                run = work / f"workers-{backend}-{each}-{workers}"
+                shutil.rmtree(run, ignore_errors=True)
+                run.mkdir(parents=True)
+                with (
+                    chroma_server(run) as port,
+                    postgres() if backend == "postgresql" else _none() as pg,
+                ):
+                    env = {**os.environ, "GROUPMIND_DATA_DIR": str(run / "data"),
+                           "GROUPMIND_CHROMA_HOST": "127.0.0.1", "GROUPMIND_CHROMA_PORT": str(port),
+                           "GROUPMIND_WORKER_THREADS": str(each)}  # fmt: skip
+                    if pg:
+                        env |= {"GROUPMIND_SQL_URL": pg[0], "GROUPMIND_CHECKPOINTER": "postgres",
+                                "GROUPMIND_CHECKPOINT_URL": pg[1]}  # fmt: skip
+                    result = {"backend": backend, "threads": each, **drain(env, workers, per_run)}
+                console.print(f"  {backend}, {workers} worker(s) of {each} thread(s): "
+                              f"{result['jobs_per_s']:.1f} jobs/s")  # fmt: skip
+                out.append(result)
     return out
 
 
@@ -333,20 +341,21 @@ def print_report(report: dict[str, Any]) -> None:
     console.print(table)
     if report["workers"]:
         t = Table(title="memory worker throughput (rule jobs; Chroma server)")
-        for col in ("SQL + checkpoints", "workers", "jobs", "jobs/s", "× one worker",
-                    "cores busy", "CPU ms a job: workers / Chroma / rest"):  # fmt: skip
+        for col in ("SQL + checkpoints", "threads a worker", "workers", "jobs", "jobs/s",
+                    "× one worker", "cores busy", "CPU ms a job: workers / Chroma / rest"):  # fmt: skip
             t.add_column(col, justify="right")
-        one = {r["backend"]: r for r in report["workers"] if r["workers"] == 1}
+        one = {run_key(r): r for r in report["workers"] if r["workers"] == 1}
         for r in report["workers"]:
-            base = one[r["backend"]]["jobs_per_s"] if r["backend"] in one else float("nan")
-            t.add_row(r["backend"], str(r["workers"]), str(r["jobs"]), f"{r['jobs_per_s']:.1f}",
-                      f"{r['jobs_per_s'] / base:.2f}", *cpu_cells(r))  # fmt: skip
+            base = one[run_key(r)]["jobs_per_s"] if run_key(r) in one else float("nan")
+            t.add_row(r["backend"], str(run_key(r)[1]), str(r["workers"]), str(r["jobs"]),
+                      f"{r['jobs_per_s']:.1f}", f"{r['jobs_per_s'] / base:.2f}", *cpu_cells(r))  # fmt: skip
         console.print(t)
-        for backend, r in one.items():
+        for (backend, threads), r in one.items():
             if ceiling := cpu_ceiling(r):
                 console.print(
-                    f"  {backend}: one worker keeps {ceiling[0]:.2f} of {ceiling[1]} cores busy, "
-                    f"so N workers can reach at most {ceiling[1] / ceiling[0]:.2f}× one here"
+                    f"  {backend}: one worker of {threads} thread(s) keeps {ceiling[0]:.2f} of "
+                    f"{ceiling[1]} cores busy, so N such workers can reach at most "
+                    f"{ceiling[1] / ceiling[0]:.2f}× one here"
                 )
     if claims := report.get("claims"):
         t = Table(title=f"claiming a job ({len(claims[0]['claim_ms'])} claims after N done jobs)")
@@ -372,6 +381,11 @@ def print_report(report: dict[str, Any]) -> None:
         t.add_row(str(b["messages"]), str(b["chats"]), str(b["replies"]),
                   f"{b['messages_per_s']:.1f}", f"{b['remembered_per_s']:.1f}", f"{b['rss_mb']:.0f}")  # fmt: skip
         console.print(t)
+
+
+def run_key(r: dict[str, Any]) -> tuple[str, int]:
+    """A worker run's backend and threads a worker (reports before threads: one)."""
+    return r["backend"], r.get("threads", 1)
 
 
 def cpu_cells(r: dict[str, Any]) -> list[str]:
@@ -434,6 +448,8 @@ def main() -> None:
     parser.add_argument("--replies", type=int, default=100)
     parser.add_argument("--workers", type=int, nargs="*", default=[1, 2, 4])
     parser.add_argument("--jobs", type=int, default=240, help="jobs per worker run")
+    parser.add_argument("--threads", type=int, nargs="*", default=[1, 4],
+                        help="threads a worker process runs jobs on (WORKER_THREADS)")  # fmt: skip
     parser.add_argument("--backends", nargs="*", default=["sqlite", "postgresql"])
     parser.add_argument("--claim-history", type=int, nargs="*", default=[0, 50_000, 200_000],
                         help="done jobs in the queue before 100 claims are timed; none: skip")  # fmt: skip
@@ -459,7 +475,7 @@ def main() -> None:
         return
     if args.smoke:
         args.scales, args.searches, args.replies = [300, 1200], 20, 10
-        args.workers, args.jobs, args.backends = [1, 2], 12, ["sqlite"]
+        args.workers, args.jobs, args.backends, args.threads = [1, 2], 12, ["sqlite"], [1, 2]
         args.claim_history = [0, 2_000]
         args.bridge_messages, args.bridge_chats, args.packed_recall = 40, 4, 1
     console.print(f"[bold]groupmind at scale[/bold] on {machine()}")
@@ -470,7 +486,9 @@ def main() -> None:
         report["scales"].append(one_scale(n, args.work_dir, args.searches, args.replies))
     if args.workers:
         console.print("worker throughput ...")
-        report["workers"] = throughput(args.work_dir, tuple(args.workers), args.jobs, args.backends)
+        report["workers"] = throughput(
+            args.work_dir, tuple(args.workers), args.jobs, args.backends, args.threads
+        )
     if args.claim_history:
         console.print("claiming a job as finished jobs pile up ...")
         report["claims"] = claim_cost(args.work_dir, args.claim_history, args.backends)

@@ -190,6 +190,14 @@ class Settings(BaseSettings):
     job_unrunnable_wait_s: float = Field(
         default=60.0, gt=0, description="with JOB_UNRUNNABLE=wait, when it is offered again"
     )
+    worker_threads: int = Field(
+        default=4,
+        ge=1,
+        le=32,
+        description="jobs a `groupmind worker` process runs at once, on as many threads: one "
+        "job's waits (Chroma, the database) leave the core to another's embedding, and the "
+        "model runs on both cores; a chat's jobs still run one at a time, in order",
+    )
     keep_checkpoints: bool = Field(
         default=False, description="keep a memory job's checkpoints after it is done"
     )

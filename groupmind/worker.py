@@ -267,13 +267,48 @@ class MemoryWorker:
         )
 
     def drain(self, on_done: Callable[[Outcome], None] | None = None) -> list[Outcome]:
-        """Run every job that is due now, then return."""
-        done = []
-        while (outcome := self.run_next()) is not None:
-            done.append(outcome)
-            if on_done:
-                on_done(outcome)
+        """Run every job that is due now, ``worker_threads`` at a time, then return."""
+        done: list[Outcome] = []
+        lock, halt = threading.Lock(), threading.Event()
+
+        def loop() -> None:
+            while not halt.is_set() and (outcome := self.run_next()) is not None:
+                with lock:
+                    done.append(outcome)
+                    if on_done:
+                        on_done(outcome)
+
+        self._on_threads(loop, halt)
         return done
+
+    def _on_threads(self, loop: Callable[[], None], halt: threading.Event) -> None:
+        """``loop`` on this thread and ``worker_threads - 1`` more; returns when all end.
+        An error on a helper thread is raised here, after the others end; an interrupt
+        here sets ``halt`` and waits for the helpers' jobs to end."""
+        errors: list[BaseException] = []
+
+        def helper() -> None:
+            try:
+                loop()
+            except BaseException as exc:  # noqa: BLE001 - raised on the calling thread
+                errors.append(exc)
+
+        helpers = [
+            threading.Thread(target=helper, name=f"memory-worker-{i}", daemon=True)
+            for i in range(1, self.settings.worker_threads)
+        ]
+        for thread in helpers:
+            thread.start()
+        try:
+            loop()
+        except BaseException:
+            halt.set()
+            raise
+        finally:
+            for thread in helpers:
+                thread.join()
+        if errors:
+            raise errors[0]
 
     def prune(self) -> dict[str, dict[str, int]]:
         """The decay pass (stores/decay.py): every chat of the bots this worker serves,
@@ -290,13 +325,24 @@ class MemoryWorker:
     def serve(
         self, stop: threading.Event, poll_s: float = 1.0, max_backoff_s: float = 30.0
     ) -> None:
-        """Poll the queue until ``stop`` is set (``groupmind worker``), and prune every
-        ``DECAY__INTERVAL_S`` when a cap is set. A lost database, Chroma or model never ends
-        it: it logs, waits (doubling, up to ``max_backoff_s``) and tries again; the job it
-        held is taken up again when its lease runs out."""
+        """Poll the queue until ``stop`` is set (``groupmind worker``), on
+        ``worker_threads`` threads, and prune every ``DECAY__INTERVAL_S`` when a cap is set.
+        A lost database, Chroma or model never ends it: it logs, waits (doubling, up to
+        ``max_backoff_s``) and tries again; the job it held is taken up again when its lease
+        runs out. Interrupted, each thread ends its job first."""
+        first = threading.get_ident()
+
+        def loop() -> None:
+            self._poll(stop, poll_s, max_backoff_s, prunes=threading.get_ident() == first)
+
+        self._on_threads(loop, stop)
+
+    def _poll(
+        self, stop: threading.Event, poll_s: float, max_backoff_s: float, *, prunes: bool
+    ) -> None:
         backoff = 0.0
         decay = self.settings.decay
-        next_prune = time.monotonic() if decay.cap else float("inf")
+        next_prune = time.monotonic() if decay.cap and prunes else float("inf")
         while not stop.is_set():
             try:
                 if time.monotonic() >= next_prune:

@@ -110,8 +110,8 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
         ("sqlite", 0, 100),
         ("sqlite", 2_000, 100),
     ]
-    workers = {(r["backend"], r["workers"]): r for r in found["workers"]}
-    assert set(workers) == {("sqlite", 1), ("sqlite", 2)}
+    workers = {(r["backend"], r["threads"], r["workers"]): r for r in found["workers"]}
+    assert set(workers) == {("sqlite", t, w) for t in (1, 2) for w in (1, 2)}
     for run in workers.values():  # every queued job ran, once, whichever process took it
         assert run["jobs"] == 12 and sum(run["statuses"].values()) == 12, run
         assert run["jobs_per_s"] > 0

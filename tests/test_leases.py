@@ -16,9 +16,11 @@ GROUP = ChatScope(platform="qq", chat_type="group", chat_id="1001")
 
 
 def queue_with(engine: Engine, *ids: str) -> SqlJobQueue:
+    """A job in each of ``len(ids)`` chats (a chat's jobs are claimed one at a time)."""
     queue = SqlJobQueue(engine, bot="bot-a")
-    for request_id in ids:
-        queue.enqueue(request_id, {}, scope=GROUP, user_id="u1")
+    for i, request_id in enumerate(ids):
+        scope = ChatScope(platform="qq", chat_type="group", chat_id=f"{1001 + i}")
+        queue.enqueue(request_id, {}, scope=scope, user_id="u1")
     return queue
 
 

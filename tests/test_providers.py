@@ -21,6 +21,8 @@ def test_concurrent_calls_give_the_same_vectors_as_serial_ones(
 ) -> None:
     serial_q = [embeddings.embed_query(t) for t in TEXTS]
     serial_p = embeddings.embed_documents(TEXTS)
+    # a text embedded with others (a worker's threads' texts share a call) is embedded alone
+    assert np.allclose([embeddings.embed_documents([t])[0] for t in TEXTS], serial_p, atol=1e-5)
     with ThreadPoolExecutor(4) as pool:
         queries = [pool.submit(embeddings.embed_query, t) for t in TEXTS * 5]
         passages = [pool.submit(embeddings.embed_documents, TEXTS) for _ in range(5)]

@@ -192,3 +192,45 @@ def test_the_in_process_worker_waits_out_a_reply_between_steps(
         assert len(reached) > 1  # the rest of the steps ran once the reply was done
     finally:
         bg.stop()
+
+
+class Timed:
+    """A real event store that records when each upsert ran, and makes it last."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.spans, self._lock = inner, [], threading.Lock()
+
+    def upsert(self, event: Any) -> None:
+        start = time.monotonic()
+        time.sleep(0.05)
+        self.inner.upsert(event)
+        with self._lock:
+            self.spans.append((event.chat_id, event.id, start, time.monotonic()))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def test_threads_run_every_job_once_a_chats_jobs_in_order_chats_side_by_side(
+    tmp_path: Path, deps: Deps
+) -> None:
+    s = Settings(data_dir=tmp_path / "data", worker_threads=3)
+    timed = Timed(deps.events)
+    engine = deps.profiles.engine  # type: ignore[attr-defined]
+    mine = replace(deps, events=timed, jobs=SqlJobQueue(engine, bot=deps.bot_id))
+    graph = build_memory_graph(mine, checkpointer=make_checkpointer(s))
+    worker = MemoryWorker.one_bot(graph, mine, s)
+    ids = []
+    for i in range(9):  # three chats, each one's jobs queued one after another
+        request_id = f"j{i}"
+        worker.submit(job(request_id, chat_id=f"{1001 + i // 3}", new_info=f"我第{i}次说话"))
+        ids.append(request_id)
+    done = worker.drain()
+    assert sorted(o.request_id for o in done) == sorted(ids)
+    assert all(o.status == "stored" for o in done), done
+    for chat in ("1001", "1002", "1003"):
+        spans = sorted((s for s in timed.spans if s[0] == chat), key=lambda s: s[2])
+        assert [s[1] for s in spans] == [f"j{i}" for i in range(9) if f"{1001 + i // 3}" == chat]
+        assert all(a[3] <= b[2] for a, b in zip(spans, spans[1:], strict=False)), spans
+    spans = sorted(timed.spans, key=lambda s: s[2])  # and some chats' jobs did overlap
+    assert any(a[3] > b[2] for a, b in zip(spans, spans[1:], strict=False)), spans

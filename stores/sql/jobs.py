@@ -13,9 +13,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sqlalchemy import Engine, delete, func, insert, or_, select, update
+from sqlalchemy import Engine, delete, exists, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 
 from domain.scope import ChatScope, ForgetTarget
 from stores.base import Clock, JobRow, JobStatus, Said
@@ -241,10 +241,13 @@ def claim(
 
 
 def _next_due(engine: Engine, now: float, where: list[Any]) -> Any:
-    """The due job with the earliest ``next_attempt_at``: a queued one, or a running one
-    whose lease ran out. Two range scans of ``ix_memory_jobs_due``, one per status: with
-    one ``OR``, SQLite read the index in time order through every finished job (5 ms a
-    claim at 50k done jobs, growing with the table)."""
+    """The due job with the earliest ``next_attempt_at``: a queued one of a chat with no
+    job running (a chat's jobs run in order, chats side by side, however many workers and
+    threads), or a running one whose lease ran out. Two range scans of
+    ``ix_memory_jobs_due``, one per status: with one ``OR``, SQLite read the index in time
+    order through every finished job (5 ms a claim at 50k done jobs, growing with the
+    table). Two claims at the same instant can still take two jobs of one chat: the order
+    is kept as jobs are claimed one after another, not enforced by a lock."""
     cols = (
         MemoryJobRow.bot_id,
         MemoryJobRow.request_id,
@@ -252,7 +255,16 @@ def _next_due(engine: Engine, now: float, where: list[Any]) -> Any:
         MemoryJobRow.attempts,
         MemoryJobRow.next_attempt_at,
     )
-    queued = (MemoryJobRow.status == "queued", MemoryJobRow.next_attempt_at <= now)
+    running = aliased(MemoryJobRow)
+    chat_busy = exists().where(
+        running.bot_id == MemoryJobRow.bot_id,
+        running.platform == MemoryJobRow.platform,
+        running.chat_type == MemoryJobRow.chat_type,
+        running.chat_id == MemoryJobRow.chat_id,
+        running.status == "running",
+        running.lease_until >= now,
+    )
+    queued = (MemoryJobRow.status == "queued", MemoryJobRow.next_attempt_at <= now, ~chat_busy)
     expired = (MemoryJobRow.status == "running", MemoryJobRow.lease_until < now)
     found = []
     with engine.connect() as conn:

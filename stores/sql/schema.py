@@ -128,6 +128,16 @@ class MemoryJobRow(Tenant, Base):
         Index("ix_memory_jobs_due", "status", "next_attempt_at"),
         Index("ix_memory_jobs_user", "bot_id", "platform", "user_id"),
         Index("ix_memory_jobs_chat", "bot_id", "platform", "chat_type", "chat_id"),
+        # A chat's running jobs (a chat's jobs run in order, stores/sql/jobs.py).
+        Index(
+            "ix_memory_jobs_running",
+            "status",
+            "bot_id",
+            "platform",
+            "chat_type",
+            "chat_id",
+            "lease_until",
+        ),
     )
 
     request_id: Mapped[str] = mapped_column(ID, primary_key=True)

@@ -12,6 +12,7 @@ from stores.sql.jobs import SqlJobBoard
 from stores.sql.schema import MemoryJobRow
 
 GROUP = ChatScope(platform="qq", chat_type="group", chat_id="1001")
+OTHER = ChatScope(platform="qq", chat_type="group", chat_id="1002")
 
 
 def finished(engine: Engine, n: int, start: int = 0) -> None:
@@ -50,10 +51,13 @@ def test_a_claim_reads_no_finished_job(sqlite_engine: Engine) -> None:
     queue = SqlJobQueue(sqlite_engine, bot="bot-a")
     finished(sqlite_engine, 200)
     queue.enqueue("j1", {}, scope=GROUP, user_id="u1")
-    queue.enqueue("j2", {}, scope=GROUP, user_id="u1")
-    few = sqlite_steps(sqlite_engine, lambda: queue.claim("w", lease_s=60))
+    queue.enqueue("j2", {}, scope=OTHER, user_id="u1")
+    queue.enqueue("j3", {}, scope=GROUP, user_id="u1")  # waits behind j1: read, not taken
+    claimed = []
+    few = sqlite_steps(sqlite_engine, lambda: claimed.append(queue.claim("w", lease_s=60)))
     finished(sqlite_engine, 50_000, start=200)
-    many = sqlite_steps(sqlite_engine, lambda: queue.claim("w", lease_s=60))
+    many = sqlite_steps(sqlite_engine, lambda: claimed.append(queue.claim("w", lease_s=60)))
+    assert [r.request_id if r else None for r in claimed] == ["j1", "j2"]
     # One OR over both statuses read the due index through all 50k finished jobs
     # (hundreds of thousands of steps); two range scans read none of them.
     assert many <= few + 5, (few, many)
@@ -68,7 +72,7 @@ def test_the_earliest_due_is_taken_whether_queued_or_left_by_a_dead_worker(
     finished(engine, 50)
     queue.enqueue("early", {}, scope=GROUP, user_id="u1")
     now[0] = 1001.0
-    queue.enqueue("late", {}, scope=GROUP, user_id="u1")
+    queue.enqueue("late", {}, scope=OTHER, user_id="u1")
     row = queue.claim("dead", lease_s=30)
     assert row is not None and row.request_id == "early"
     now[0] = 1002.0
@@ -77,3 +81,30 @@ def test_the_earliest_due_is_taken_whether_queued_or_left_by_a_dead_worker(
     taken = [board.claim("w3", lease_s=30) for _ in range(3)]
     assert [r.request_id if r else None for r in taken] == ["early", "late", None]
     assert taken[0] is not None and taken[0].attempts == 2
+
+
+def test_a_chats_jobs_run_one_at_a_time_in_order_chats_side_by_side(engine: Engine) -> None:
+    now = [1000.0]
+    queue = SqlJobQueue(engine, bot="bot-a", clock=lambda: now[0])
+    other_bot = SqlJobQueue(engine, bot="bot-b", clock=lambda: now[0])
+    board = SqlJobBoard(engine, clock=lambda: now[0])
+    for i, (q, scope) in enumerate(
+        [(queue, GROUP), (queue, GROUP), (queue, OTHER), (other_bot, GROUP), (queue, GROUP)]
+    ):
+        now[0] = 1000.0 + i
+        q.enqueue(f"j{i}", {}, scope=scope, user_id="u1")
+    now[0] = 1010.0
+
+    def ids(n: int) -> list[str | None]:
+        return [r.request_id if (r := board.claim("w", lease_s=30)) else None for _ in range(n)]
+
+    # j1 and j4 wait for j0 (same bot and chat); another chat, or another bot's, does not.
+    assert ids(4) == ["j0", "j2", "j3", None]
+    queue.complete("j0", {})
+    assert ids(2) == ["j1", None]
+    queue.fail("j1", "boom", retry_at=1100.0)  # a job waiting to retry holds nothing up
+    assert ids(2) == ["j4", None]
+    queue.complete("j2", {})
+    other_bot.complete("j3", {})
+    now[0] = 1050.0  # j4's worker died: its lease ran out, so it is taken up again
+    assert ids(1) == ["j4"]
