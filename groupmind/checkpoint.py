@@ -38,7 +38,8 @@ def make_checkpointer(settings: Settings) -> BaseCheckpointSaver[str]:
     if settings.checkpointer == "memory":
         return InMemorySaver(serde=serde())
     if settings.checkpointer == "postgres":
-        return _postgres(settings.resolved_checkpoint_url)
+        # one connection for each of a worker's threads, and at least four
+        return _postgres(settings.resolved_checkpoint_url, max(4, settings.worker_threads))
     path = Path(settings.resolved_checkpoint_url)
     path.parent.mkdir(parents=True, exist_ok=True)
     sqlite_conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
@@ -125,7 +126,7 @@ def prune_threads(saver: BaseCheckpointSaver[str], thread_ids: Sequence[str]) ->
 _SETUP_LOCK = 0x67636B70  # any constant: one process sets up the checkpoint tables at a time
 
 
-def _postgres(url: str) -> BaseCheckpointSaver[str]:
+def _postgres(url: str, size: int) -> BaseCheckpointSaver[str]:
     """A PostgreSQL checkpointer over a connection pool: a connection broken by a server
     restart is checked and replaced on its next use, so a long-lived process carries on.
     Its tables are set up under an advisory lock, so processes starting together on an
@@ -139,7 +140,7 @@ def _postgres(url: str) -> BaseCheckpointSaver[str]:
     pool: ConnectionPool[Any] = ConnectionPool(
         url,
         min_size=1,
-        max_size=4,
+        max_size=size,
         kwargs={
             "autocommit": True,
             "prepare_threshold": 0,
@@ -164,7 +165,12 @@ def _postgres(url: str) -> BaseCheckpointSaver[str]:
             PostgresSaver(conn, serde=serde()).setup()
         finally:
             conn.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
-    return PostgresSaver(pool, serde=serde())
+    saver = PostgresSaver(pool, serde=serde())
+    # The saver holds one lock around every statement, which a single shared connection
+    # needs; over a pool each caller has its own connection, so a worker's threads would
+    # only queue behind each other's commits. As many holders as the pool has connections.
+    saver.lock = threading.BoundedSemaphore(size)  # type: ignore[assignment]
+    return saver
 
 
 def _try_lock(conn: Any) -> bool:

@@ -35,8 +35,10 @@ def importance(text: str, said: str = "", names: tuple[str, ...] = ()) -> float:
         return FACT
     if _TASTE.search(text) or (said and _TASTE.search(said)):
         return TASTE
+    if _SPECIFIC.search(text):  # before the keywords: jieba's tagging is most of this cost
+        return SPECIFIC
     skip = _FRAMING | {n.lower() for n in names}
     named = [w for w in keywords(text) if w.lower() not in skip]
-    if _SPECIFIC.search(text) or len(named) >= 2:
+    if len(named) >= 2:
         return SPECIFIC
     return PLAIN if named else CHATTER
