@@ -143,8 +143,9 @@ def test_forget_a_person_in_one_chat_or_everywhere(engine: Engine) -> None:
 
 def test_queue_claims_each_job_once(engine: Engine) -> None:
     queue = SqlJobQueue(engine, bot="bot-a")
-    for i in range(20):
-        assert queue.enqueue(f"j{i}", {"n": i}, scope=GROUP, user_id="u1") is True
+    for i in range(20):  # each in its own chat: a chat's jobs are claimed one at a time
+        scope = ChatScope(platform="qq", chat_type="group", chat_id=f"{2000 + i}")
+        assert queue.enqueue(f"j{i}", {"n": i}, scope=scope, user_id="u1") is True
     claimed: list[str] = []
     lock = threading.Lock()
 
