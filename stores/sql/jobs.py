@@ -13,9 +13,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sqlalchemy import Engine, delete, exists, func, insert, or_, select, update
+from sqlalchemy import Engine, Float, bindparam, delete, exists, func, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 
 from domain.scope import ChatScope, ForgetTarget
 from stores.base import Clock, JobRow, JobStatus, Said
@@ -240,6 +240,23 @@ def claim(
     return None
 
 
+# The two claims' queries, built once: building them (the alias above all) cost more than
+# running them (0.7 -> 2.0 ms a claim on SQLite when built per call).
+_JOBS = MemoryJobRow.__table__
+_RUNNING = _JOBS.alias("running")
+_NOW = bindparam("now", type_=Float)
+_CHAT_BUSY = exists().where(
+    *(_RUNNING.c[key] == _JOBS.c[key] for key in ("bot_id", "platform", "chat_type", "chat_id")),
+    _RUNNING.c.status == "running",
+    _RUNNING.c.lease_until >= _NOW,
+)
+_COLS = [_JOBS.c[k] for k in ("bot_id", "request_id", "status", "attempts", "next_attempt_at")]
+_DUE = (
+    select(*_COLS).where(_JOBS.c.status == "queued", _JOBS.c.next_attempt_at <= _NOW, ~_CHAT_BUSY),
+    select(*_COLS).where(_JOBS.c.status == "running", _JOBS.c.lease_until < _NOW),
+)
+
+
 def _next_due(engine: Engine, now: float, where: list[Any]) -> Any:
     """The due job with the earliest ``next_attempt_at``: a queued one of a chat with no
     job running (a chat's jobs run in order, chats side by side, however many workers and
@@ -248,29 +265,11 @@ def _next_due(engine: Engine, now: float, where: list[Any]) -> Any:
     order through every finished job (5 ms a claim at 50k done jobs, growing with the
     table). Two claims at the same instant can still take two jobs of one chat: the order
     is kept as jobs are claimed one after another, not enforced by a lock."""
-    cols = (
-        MemoryJobRow.bot_id,
-        MemoryJobRow.request_id,
-        MemoryJobRow.status,
-        MemoryJobRow.attempts,
-        MemoryJobRow.next_attempt_at,
-    )
-    running = aliased(MemoryJobRow)
-    chat_busy = exists().where(
-        running.bot_id == MemoryJobRow.bot_id,
-        running.platform == MemoryJobRow.platform,
-        running.chat_type == MemoryJobRow.chat_type,
-        running.chat_id == MemoryJobRow.chat_id,
-        running.status == "running",
-        running.lease_until >= now,
-    )
-    queued = (MemoryJobRow.status == "queued", MemoryJobRow.next_attempt_at <= now, ~chat_busy)
-    expired = (MemoryJobRow.status == "running", MemoryJobRow.lease_until < now)
     found = []
     with engine.connect() as conn:
-        for due in (queued, expired):
-            query = select(*cols).where(*due, *where)
-            row = conn.execute(query.order_by(MemoryJobRow.next_attempt_at).limit(1)).first()
+        for due in _DUE:
+            query = due.where(*where).order_by(_JOBS.c.next_attempt_at).limit(1)
+            row = conn.execute(query, {"now": now}).first()
             if row is not None:
                 found.append(row)
     return min(found, key=lambda r: r.next_attempt_at, default=None)
