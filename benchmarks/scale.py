@@ -32,6 +32,7 @@ And what claiming a job costs behind 0, 50k and 200k finished ones (benchmarks/c
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -292,26 +293,24 @@ def throughput(
     """Per backend, threads a worker (``WORKER_THREADS``) and number of worker processes:
     jobs/s and where the CPU went."""
     out = []
-    for backend in backends:
-        for each in threads:
-            for workers in counts:
-                run = work / f"workers-{backend}-{each}-{workers}"
-                shutil.rmtree(run, ignore_errors=True)
-                run.mkdir(parents=True)
-                with (
-                    chroma_server(run) as port,
-                    postgres() if backend == "postgresql" else _none() as pg,
-                ):
-                    env = {**os.environ, "GROUPMIND_DATA_DIR": str(run / "data"),
-                           "GROUPMIND_CHROMA_HOST": "127.0.0.1", "GROUPMIND_CHROMA_PORT": str(port),
-                           "GROUPMIND_WORKER_THREADS": str(each)}  # fmt: skip
-                    if pg:
-                        env |= {"GROUPMIND_SQL_URL": pg[0], "GROUPMIND_CHECKPOINTER": "postgres",
-                                "GROUPMIND_CHECKPOINT_URL": pg[1]}  # fmt: skip
-                    result = {"backend": backend, "threads": each, **drain(env, workers, per_run)}
-                console.print(f"  {backend}, {workers} worker(s) of {each} thread(s): "
-                              f"{result['jobs_per_s']:.1f} jobs/s")  # fmt: skip
-                out.append(result)
+    for backend, each, workers in itertools.product(backends, threads, counts):
+        run = work / f"workers-{backend}-{each}-{workers}"
+        shutil.rmtree(run, ignore_errors=True)
+        run.mkdir(parents=True)
+        with (
+            chroma_server(run) as port,
+            postgres() if backend == "postgresql" else _none() as pg,
+        ):
+            env = {**os.environ, "GROUPMIND_DATA_DIR": str(run / "data"),
+                   "GROUPMIND_CHROMA_HOST": "127.0.0.1", "GROUPMIND_CHROMA_PORT": str(port),
+                   "GROUPMIND_WORKER_THREADS": str(each)}  # fmt: skip
+            if pg:
+                env |= {"GROUPMIND_SQL_URL": pg[0], "GROUPMIND_CHECKPOINTER": "postgres",
+                        "GROUPMIND_CHECKPOINT_URL": pg[1]}  # fmt: skip
+            result = {"backend": backend, "threads": each, **drain(env, workers, per_run)}
+        console.print(f"  {backend}, {workers} worker(s) of {each} thread(s): "
+                      f"{result['jobs_per_s']:.1f} jobs/s")  # fmt: skip
+        out.append(result)
     return out
 
 

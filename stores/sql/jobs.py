@@ -263,8 +263,9 @@ def _next_due(engine: Engine, now: float, where: list[Any]) -> Any:
     threads), or a running one whose lease ran out. Two range scans of
     ``ix_memory_jobs_due``, one per status: with one ``OR``, SQLite read the index in time
     order through every finished job (5 ms a claim at 50k done jobs, growing with the
-    table). Two claims at the same instant can still take two jobs of one chat: the order
-    is kept as jobs are claimed one after another, not enforced by a lock."""
+    table). No lock is needed for the order: a chat's earliest job is the only one of its
+    chat offered, and a claim that loses the compare-and-set reads again, by then seeing the
+    chat busy. A job waiting out a retry lets its chat's later jobs go first."""
     found = []
     with engine.connect() as conn:
         for due in _DUE:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 from sqlalchemy import Engine, event, insert
@@ -108,3 +110,36 @@ def test_a_chats_jobs_run_one_at_a_time_in_order_chats_side_by_side(engine: Engi
     other_bot.complete("j3", {})
     now[0] = 1050.0  # j4's worker died: its lease ran out, so it is taken up again
     assert ids(1) == ["j4"]
+
+
+def test_racing_claims_never_run_two_jobs_of_a_chat_at_once(engine: Engine) -> None:
+    """Six threads claim at once, with no lock: each chat's jobs still run one at a time,
+    in the order they were queued."""
+    queue = SqlJobQueue(engine, bot="bot-a")
+    chats = [ChatScope(platform="qq", chat_type="group", chat_id=f"{3000 + c}") for c in range(4)]
+    for i in range(24):
+        queue.enqueue(f"j{i:02d}", {}, scope=chats[i % 4], user_id="u1")
+    log: list[tuple[str, str, str]] = []  # (chat, job, "start" | "end")
+    lock = threading.Lock()
+
+    def work() -> None:
+        while (row := queue.claim("w", lease_s=60)) is not None:
+            chat = chats[int(row.request_id[1:]) % 4].chat_id
+            with lock:
+                log.append((chat, row.request_id, "start"))
+            time.sleep(0.05)
+            with lock:
+                log.append((chat, row.request_id, "end"))
+            queue.complete(row.request_id, {})
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    for chat in chats:
+        mine = [(job, what) for c, job, what in log if c == chat.chat_id]
+        starts = [job for job, what in mine if what == "start"]
+        assert starts == sorted(starts) and len(starts) == 6, mine
+        # start, end, start, end...: never two of one chat running together
+        assert [what for _, what in mine] == ["start", "end"] * 6, mine
