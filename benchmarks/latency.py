@@ -37,6 +37,7 @@ from rich.table import Table
 
 from benchmarks.common import NodeTimer, machine, pct
 from benchmarks.servers import server_arms
+from benchmarks.unheld import print_unheld, unheld_searches
 from graphs.reply import build_reply_graph
 from groupmind.chatting import reply_context, reply_to
 from groupmind.checkpoint import make_checkpointer
@@ -231,10 +232,17 @@ def main() -> None:
         arms: dict[str, Any] = {}
         stub = replace(runtime.deps, chat=StubChat())
         events = runtime.deps.events
+        cold = HybridEventStore(  # nothing held: a chat's search by exact_max's rule
+            events.vector, events.lexical, bot=runtime.deps.bot_id, max_vectors_held=0
+        )
         unheld = replace(
             runtime.deps,
             events=HybridEventStore(
-                events.vector, events.lexical, bot=runtime.deps.bot_id, max_vectors_held=0
+                events.vector,
+                events.lexical,
+                bot=runtime.deps.bot_id,
+                max_vectors_held=0,
+                exact_max=0,  # every dense search in Chroma
             ),
         )
         for name, deps, variants, chat_id in (
@@ -251,8 +259,13 @@ def main() -> None:
         runtime.background.drain()  # type: ignore[union-attr]
         arms["searchable"] = searchable(runtime, graph, runtime.deps, args.searchable)
         runtime.background.stop()  # type: ignore[union-attr]
-        report["scales"][n] = {"load_s": load_s, "hold_s": hold_s, **arms}
+        if texts is None:  # a reused data dir: the pool, for the added chats
+            texts, vectors = pool(args.work_dir.parent / "bench-cache", runtime.embeddings,
+                                  min(2000, max(args.scales)))  # fmt: skip
+        not_held = unheld_searches(cold, texts, vectors, n)  # type: ignore[arg-type]
+        report["scales"][n] = {"load_s": load_s, "hold_s": hold_s, **arms, "unheld": not_held}
         print_scale(n, load_s, hold_s, arms)
+        print_unheld(console, n, not_held)
     if args.server_messages:
         report["servers"] = server_arms(args.server_messages)
         print_servers(report["servers"])

@@ -7,9 +7,10 @@ or 我 lifts that person's memories and leaves both queries) and its time (``sto
 where, once names leave the query, the dense side is the stronger one (README, "Memory").
 
 The dense side searches the scope's vectors in memory (``ScopeVectors``, exact) once they
-are loaded (from SQL, int8: ``stores.packed``); until then, and for searches with a user
-or time filter, Chroma answers, narrowed to the scope's ids from SQL (its metadata filter
-costs ~60 ms at 200k events).
+are loaded (from SQL, int8: ``stores.packed``). A scope not held (loading, or over the
+budget) of up to ``EXACT_MAX`` events is searched exactly over its vectors read from SQL;
+a larger one, and searches with a user or time filter, are answered by Chroma, narrowed
+to the scope's ids from SQL (its metadata filter costs ~60 ms at 200k events).
 """
 
 from __future__ import annotations
@@ -29,12 +30,16 @@ from stores.base import EventHit, EventQuery, EventRecord, EventStore, Said, Sco
 from stores.decay import Decay, Strength
 from stores.fusion import Fusion, Weights
 from stores.people import Focus, People, focus_of
-from stores.scope_vectors import ScopeVectors
+from stores.scope_vectors import ScopeVectors, nearest, unit_rows
 
 SESSION_GAP_S = 1800  # memories this close in time are one session, for diversity
 # Above this a scope is searched with Chroma's own metadata filter (~900 ms in a chat of
 # 20k among 1M events, against ~12 ms held); listing 20k ids costs ~13 ms, once.
 ID_LIST_MAX = 100_000
+# A scope not held (over the budget, or loading) with up to this many members is searched
+# over its vectors read from SQL, not by Chroma: Chroma's HNSW, narrowed to a few ids
+# among many, walks most of its graph (at 1M events: 200 ids ~550 ms, 20k ids ~37 ms).
+EXACT_MAX = 5000
 QUERY_VECTORS_HELD = 64  # recent query embeddings kept (a message's prefetch, its search)
 
 
@@ -68,6 +73,8 @@ class KeywordSide(EventStore, Protocol):
     ) -> None: ...
 
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    def scope_vectors(self, query: EventQuery) -> dict[str, np.ndarray]: ...
 
     def search(  # told the scope's members, it reads no scope statistics of its own
         self, query: EventQuery, members: ScopeMembers | None = None
@@ -152,6 +159,7 @@ class HybridEventStore:
         depth: int = 50,
         fusion: Fusion | None = None,
         max_vectors_held: int = 100_000,
+        exact_max: int = EXACT_MAX,
         load_in_background: bool = True,
         held: ScopeVectors | None = None,
         pool: ThreadPoolExecutor | None = None,
@@ -163,6 +171,7 @@ class HybridEventStore:
         self.bot = bot
         self.depth = depth
         self.fusion = fusion or Fusion()
+        self.exact_max = exact_max
         self.strength = strength
         self.decay = decay or Decay()
         self.held = held or ScopeVectors(
@@ -311,12 +320,28 @@ class HybridEventStore:
         if members is not None and query.plain:
             key = (self.bot, query.scope, query.persona_id)
             held = self.held.search(key, members, vector, query.top_k, self.vectors)
+            if held is None and len(members.ids) <= self.exact_max:
+                held = self.search_exact(query, members.ids, vector)
             if held is not None:
                 return [event_id for event_id, _ in held]
         within = members.ids if members is not None else None
         hits = self.vector.search(query, within=within, vector=vector)
         records.update({h.event.id: h.event for h in hits})
         return [h.event.id for h in hits]
+
+    def search_exact(
+        self, query: EventQuery, ids: Sequence[str], vector: Sequence[float]
+    ) -> list[tuple[str, float]] | None:
+        """Exact search over the scope's vectors, read now (by scope: a third of the cost
+        of reading them by id) and not kept; None when one is missing (a write in flight):
+        Chroma answers then."""
+        found = self.lexical.scope_vectors(query)
+        missing = [i for i in ids if i not in found]
+        if missing:  # stored before SQL kept vectors, or written since the list was read
+            found.update(self.vector.vectors(missing))
+            if any(i not in found for i in missing):
+                return None
+        return nearest(unit_rows([found[i] for i in ids]), ids, vector, query.top_k)
 
     def get(self, ids: Sequence[str]) -> list[EventRecord]:
         # SQL first (~1 ms; Chroma's get costs ~10): both hold each event's text and scope,

@@ -59,15 +59,7 @@ class ScopeVectors(HeldScopes[_Held]):
             held = self._update(key, members, held, changed, fetch)
         if not held.ids:
             return None
-        query = np.asarray(vector, dtype=np.float32)
-        query /= np.linalg.norm(query) or 1.0
-        # einsum, not @: through OpenBLAS the product wakes its worker threads, which then
-        # spin and slow the rest of the reply on a 2-core machine (whole p95 57 -> 49 ms
-        # at 200k events); single-threaded it costs ~0.2 ms for 4k vectors.
-        scores = np.einsum("ij,j->i", held.matrix, query)
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
-        top = top[np.lexsort((top, -scores[top]))]  # best first; ties by row, reproducibly
-        return [(held.ids[i], float(scores[i])) for i in top]
+        return nearest(held.matrix, held.ids, vector, k)
 
     def held_bytes(self) -> int:
         """What the held vectors take in memory, their buffers' spare rows included."""
@@ -103,6 +95,22 @@ class ScopeVectors(HeldScopes[_Held]):
         self._later(key, load, "vectors")
 
 
+def nearest(
+    matrix: np.ndarray, ids: Sequence[str], vector: Sequence[float], k: int
+) -> list[tuple[str, float]]:
+    """The ``k`` rows of ``matrix`` (unit vectors) nearest to ``vector`` by cosine, best
+    first, as (id, similarity)."""
+    query = np.asarray(vector, dtype=np.float32)
+    query /= np.linalg.norm(query) or 1.0
+    # einsum, not @: through OpenBLAS the product wakes its worker threads, which then
+    # spin and slow the rest of the reply on a 2-core machine (whole p95 57 -> 49 ms
+    # at 200k events); single-threaded it costs ~0.2 ms for 4k vectors.
+    scores = np.einsum("ij,j->i", matrix, query)
+    top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+    top = top[np.lexsort((top, -scores[top]))]  # best first; ties by row, reproducibly
+    return [(ids[i], float(scores[i])) for i in top]
+
+
 def _changed(held: _Held | None, members: ScopeMembers) -> dict[str, float]:
     """Members not held, or rewritten since they were, with their write times: from what
     was written since the held version when the list says so, else from the whole list."""
@@ -116,7 +124,7 @@ def _changed(held: _Held | None, members: ScopeMembers) -> dict[str, float]:
     return {i: written for i, written in candidates if held.rows.get(i, (0, None))[1] != written}
 
 
-def _unit(vectors: list[np.ndarray]) -> np.ndarray:
+def unit_rows(vectors: list[np.ndarray]) -> np.ndarray:
     new = np.stack([np.asarray(v, dtype=np.float32) for v in vectors])
     normed: np.ndarray = new / np.maximum(np.linalg.norm(new, axis=1, keepdims=True), 1e-12)
     return normed
@@ -132,7 +140,7 @@ def _rebuilt(
     if kept and held is not None:
         parts.append(held.matrix[[held.rows[i][0] for i in kept]])
     if got:
-        parts.append(_unit([got[i] for i in changed if i in got]))
+        parts.append(unit_rows([got[i] for i in changed if i in got]))
     matrix = np.concatenate(parts) if parts else np.empty((0, 0), np.float32)
     return _Held(
         version=members.version if len(got) == len(changed) else None,
@@ -165,6 +173,6 @@ def _appended(
     for i in changed.keys() - set(new):
         rows[i] = (rows[i][0], changed[i])
     order = list(changed)
-    buffer[[rows[i][0] for i in order]] = _unit([got[i] for i in order])
+    buffer[[rows[i][0] for i in order]] = unit_rows([got[i] for i in order])
     ids = held.ids + new
     return _Held(members.version, rows, ids, buffer[: len(ids)], buffer)

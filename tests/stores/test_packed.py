@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from stores.packed import pack, unpack
+from stores.packed import pack, unpack, unpack_many
 
 finite = st.floats(-1e3, 1e3, allow_nan=False, width=32)
 
@@ -22,3 +22,13 @@ def test_round_trip_within_half_a_step(v: np.ndarray) -> None:
     # packs to zeros): allow that much absolute error on top of half a step.
     tiny = float(np.finfo(np.float32).tiny)
     assert back.shape == v.shape and np.abs(back - v).max() <= step / 2 + 1e-6 * step + tiny
+
+
+@given(st.lists(arrays(np.float32, st.sampled_from([3, 8]), elements=finite), max_size=12))
+def test_many_at_once_equal_one_at_a_time(vectors: list[np.ndarray]) -> None:
+    """Bulk unpacking gives each blob's own vector, also when lengths are mixed."""
+    blobs = [pack(v) for v in vectors]
+    matrix = unpack_many(blobs)
+    assert len(matrix) == len(blobs)
+    for row, blob in zip(matrix, blobs, strict=True):
+        assert np.array_equal(row, unpack(blob))

@@ -1,0 +1,91 @@
+"""The dense search of a chat whose vectors are not held (over `VECTORS_HELD`, or 0), in
+`make bench-latency`: chats of 200 to 10,000 memories added among a scale's events (their
+writes interleaved, as busy chats' are), each searched exactly over its vectors read from
+SQL and by Chroma narrowed to its ids. The store takes the first up to ``EXACT_MAX``."""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+from typing import Any
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from benchmarks.common import pct
+from stores.base import EventQuery, EventRecord
+from stores.hybrid import EXACT_MAX, HybridEventStore
+
+SIZES = (200, 1000, 5000, 10000)
+QUESTION = "小明最近是不是在去北京出差？"
+
+
+def sizes_for(n: int) -> list[int]:
+    """The chat sizes a scale of ``n`` events gets (up to a twentieth of it; 200 at least)."""
+    return [s for s in SIZES if s <= max(SIZES[0], n // 20)]
+
+
+def add_chats(
+    events: HybridEventStore, texts: list[str], vectors: np.ndarray, sizes: list[int]
+) -> None:
+    """The chats ``u<size>``, their events interleaved; ids are fixed, so a reused data dir
+    is written again, not grown."""
+    rng = np.random.default_rng(11)
+    order = [(size, i) for i in range(max(sizes, default=0)) for size in sizes if i < size]
+    for start in range(0, len(order), 2000):
+        batch = order[start : start + 2000]
+        idx = np.asarray([i for _, i in batch]) % len(texts)
+        noisy = vectors[idx] + rng.normal(0, 0.01, (len(batch), vectors.shape[1])).astype(
+            np.float32
+        )
+        noisy /= np.linalg.norm(noisy, axis=1, keepdims=True)
+        records = [
+            EventRecord(id=f"unheld-{size}-{i}", text=texts[i % len(texts)], timestamp=1_790_000_000.0 + i,
+                        user_id=f"u{i % 8}", user_name="小明", platform="qq", chat_type="group",
+                        chat_id=f"u{size}", persona_id="default")
+            for size, i in batch
+        ]  # fmt: skip
+        events.upsert_many(records, noisy)
+
+
+def timed(run: Any, repeats: int) -> list[float]:
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        run()
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
+def unheld_searches(
+    events: HybridEventStore, texts: list[str], vectors: np.ndarray, n: int, repeats: int = 15
+) -> dict[str, dict[str, list[float]]]:
+    """{size: {"exact": [ms, ...], "chroma": [ms, ...]}} for each chat size of this scale."""
+    sizes = sizes_for(n)
+    add_chats(events, texts, vectors, sizes)
+    vector = events.vector.embed_query(QUESTION)
+    results = {}
+    for size in sizes:
+        query = EventQuery(text=QUESTION, platform="qq", chat_type="group", chat_id=f"u{size}",
+                           persona_id="default", top_k=events.depth)  # fmt: skip
+        members = events.lexical.scope_members(query, 100_000)
+        assert members is not None and len(members.ids) == size
+        ids = list(members.ids)
+        results[str(size)] = {
+            "exact": timed(partial(events.search_exact, query, ids, vector), repeats),
+            "chroma": timed(
+                partial(events.vector.search, query, within=ids, vector=vector), repeats
+            ),
+        }
+    return results
+
+
+def print_unheld(console: Console, n: int, results: dict[str, dict[str, list[float]]]) -> None:
+    table = Table("memories in the chat", "exact, from SQL", "Chroma, narrowed to its ids",
+                  "the store takes", title=f"a chat not held, among {n:,} events: dense search, "
+                  "ms p50 / p95")  # fmt: skip
+    for size, arms in results.items():
+        cells = [f"{pct(arms[a], 50):.1f} / {pct(arms[a], 95):.1f}" for a in ("exact", "chroma")]
+        table.add_row(f"{int(size):,}", *cells, "exact" if int(size) <= EXACT_MAX else "Chroma")
+    console.print(table)
