@@ -36,7 +36,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from benchmarks.common import NodeTimer, machine, pct
-from benchmarks.servers import server_arms
+from benchmarks.servers import concurrent_arm, server_arms
 from benchmarks.unheld import print_unheld, unheld_searches
 from graphs.reply import build_reply_graph
 from groupmind.chatting import reply_context, reply_to
@@ -206,6 +206,9 @@ def main() -> None:
     )
     parser.add_argument("--server-messages", type=int, default=100,
                         help="SDK round trips per server arm (0: no server arm)")  # fmt: skip
+    parser.add_argument("--server-clients", type=int, default=4,
+                        help="chats sending at once to langhost, after the server arms "
+                        "(--server-messages each; 0 or 1: none)")  # fmt: skip
     args = parser.parse_args()
     console.print(f"[bold]reply-graph latency[/bold] on {machine()}")
     report: dict[str, Any] = {"machine": machine(), "scales": {}}
@@ -269,6 +272,9 @@ def main() -> None:
     if args.server_messages:
         report["servers"] = server_arms(args.server_messages)
         print_servers(report["servers"])
+    if args.server_messages and args.server_clients > 1:
+        report["concurrent"] = concurrent_arm(args.server_messages, args.server_clients)
+        print_concurrent(report["concurrent"])
     args.out.mkdir(exist_ok=True)
     out = args.out / f"latency-{datetime.now():%Y%m%d-%H%M%S}.json"
     out.write_text(json.dumps(report, indent=1))
@@ -288,6 +294,17 @@ def print_servers(servers: dict[str, Any]) -> None:
     if len(measured) == 2:
         (a, dev), (b, pg) = measured.items()
         console.print(f"p50 ratio {a} / {b}: {pct(dev, 50) / pct(pg, 50):.2f}")
+
+
+def print_concurrent(found: dict[str, Any]) -> None:
+    if "skipped" in found:
+        console.print(f"langhost, chats at once: skipped: {found['skipped']}")
+        return
+    console.print(
+        f"langhost, {found['clients']} chats sending at once: round trip p50 "
+        f"{pct(found['ms'], 50):.1f} ms, p95 {pct(found['ms'], 95):.1f} ms, "
+        f"{found['runs_per_s']:.1f} runs/s"
+    )
 
 
 def print_scale(n: int, load_s: float, hold_s: float, arms: dict[str, Any]) -> None:

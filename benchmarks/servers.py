@@ -12,9 +12,11 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -108,6 +110,27 @@ def round_trips(url: str, n: int, warm: int = 5) -> list[float]:
     return out
 
 
+def concurrent_round_trips(url: str, n: int, clients: int) -> dict[str, Any]:
+    """``clients`` chats at once, each sending ``n`` messages one after another (after its
+    warm-up): every round trip, and the runs a second over the measured span."""
+    start = threading.Barrier(clients)
+    spans: list[tuple[float, float]] = []
+
+    def one() -> list[float]:
+        round_trips(url, 0)  # the warm-up
+        start.wait()
+        t0 = time.perf_counter()
+        out = round_trips(url, n, warm=0)
+        spans.append((t0, time.perf_counter()))
+        return out
+
+    with ThreadPoolExecutor(clients) as pool:
+        found = list(pool.map(lambda _: one(), range(clients)))
+    wall = max(end for _, end in spans) - min(begin for begin, _ in spans)
+    return {"clients": clients, "ms": [ms for one_client in found for ms in one_client],
+            "runs_per_s": clients * n / wall}  # fmt: skip
+
+
 def server_arms(n: int) -> dict[str, Any]:
     """{server: [ms, ...]} for every server that can run here (langhost needs deploy/.venv)."""
     results: dict[str, Any] = {}
@@ -124,3 +147,12 @@ def server_arms(n: int) -> dict[str, Any]:
             with langhost(tmp, memory_worker) as url:
                 results[name] = round_trips(url, n)
     return results
+
+
+def concurrent_arm(n: int, clients: int) -> dict[str, Any]:
+    """langhost as the recipe runs it, ``clients`` chats sending at once."""
+    if not LANGHOST.exists():
+        return {"skipped": "make deploy-venv"}
+    with tempfile.TemporaryDirectory(prefix="bench-servers-") as tmp_name:
+        with langhost(Path(tmp_name)) as url:
+            return concurrent_round_trips(url, n, clients)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from benchmarks.common import SHARED_DATA
+from tests import langhost
 from tests.conftest import _unavailable
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]  # a run's own time-out is less
@@ -54,6 +55,18 @@ def test_bench_latency_smoke(tmp_path: Path) -> None:
     assert {k: sorted(v) for k, v in scale["unheld"].items()} == {"200": ["chroma", "exact"]}
     assert all(len(ms) == 15 for ms in scale["unheld"]["200"].values())
     assert "memories injected per reply" in out and "hand-off → searchable" in out
+
+
+def test_bench_latency_servers_smoke(tmp_path: Path) -> None:
+    """The server arms: langgraph dev, langhost twice, and chats sending to langhost at once."""
+    langhost.available()
+    out = bench("latency", "--scales", "--server-messages", "2", "--server-clients", "2",
+                "--out", str(tmp_path / "out"))  # fmt: skip
+    found = report(tmp_path / "out", "latency-*.json")
+    assert [len(v) for v in found["servers"].values()] == [2, 2, 2], found["servers"]
+    concurrent = found["concurrent"]
+    assert concurrent["clients"] == 2 and len(concurrent["ms"]) == 4
+    assert concurrent["runs_per_s"] > 0 and "2 chats sending at once" in out
 
 
 def test_bench_locomo_smoke(tmp_path: Path) -> None:

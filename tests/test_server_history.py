@@ -18,6 +18,7 @@ from typing import Annotated, Any, TypedDict
 
 import aiosqlite
 import pytest
+from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.graph import END, START, StateGraph
 from langgraph_sdk import get_sync_client
 from psycopg.rows import dict_row
@@ -158,6 +159,47 @@ def test_postgres_saver_keeps_the_latest_with_its_values_and_drops_rolled_back_r
                 await saver.aprune([thread], strategy="everything")
             await saver.aprune([thread], strategy="delete")
             assert (await table_counts(pool, thread))["checkpoints"] == 0
+
+    asyncio.run(main())
+
+
+@pytest.mark.postgres
+def test_postgres_saver_over_a_pool_lets_runs_read_while_one_statement_is_in_flight(
+    pg_database: str,
+) -> None:
+    """Over a pool, one run's statement in flight does not hold up another run's read
+    (the stock saver's single lock would, until the first finished)."""
+
+    async def main() -> None:
+        url = pg_database.replace("postgresql+psycopg://", "postgresql://")
+        kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
+        async with AsyncConnectionPool(url, kwargs=kwargs, open=False, max_size=4) as pool:
+            saver = KeepLatestPostgresSaver(pool, serde=serde())
+            await saver.setup()
+            config: Any = {"configurable": {"thread_id": "t0", "checkpoint_ns": ""}}
+            await saver.aput(config, empty_checkpoint(), {}, {})
+            holding, release = asyncio.Event(), asyncio.Event()
+
+            async def hold() -> None:
+                async with saver._cursor() as cur:
+                    await cur.execute("SELECT 1")
+                    holding.set()
+                    await release.wait()
+
+            holder = asyncio.create_task(hold())
+            await asyncio.wait_for(holding.wait(), 10)
+            try:
+                got = await asyncio.wait_for(saver.aget_tuple(config), 10)
+                assert got is not None and got.config["configurable"]["thread_id"] == "t0"
+            finally:
+                release.set()
+                await holder
+            writes = [saver.aput({"configurable": {"thread_id": f"w{i}", "checkpoint_ns": ""}},
+                                 empty_checkpoint(), {}, {}) for i in range(12)]  # fmt: skip
+            await asyncio.gather(*writes)
+            for i in range(12):
+                thread = {"configurable": {"thread_id": f"w{i}", "checkpoint_ns": ""}}
+                assert await saver.aget_tuple(thread) is not None
 
     asyncio.run(main())
 

@@ -6,6 +6,7 @@ thread gained a ~30 KB checkpoint per message, for good."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -19,6 +20,7 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
 )
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from psycopg_pool import AsyncConnectionPool
 
 from groupmind.checkpoint import serde
 from groupmind.server.checkpoint import PruneSchedule
@@ -69,6 +71,11 @@ class KeepLatestPostgresSaver(AsyncPostgresSaver):
     def __init__(self, *args: Any, every: int = 0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.schedule = PruneSchedule(every)
+        if isinstance(self.conn, AsyncConnectionPool):
+            # The saver holds one lock around every statement, which a single shared
+            # connection needs; over a pool each run has its own connection, so concurrent
+            # runs would only queue behind each other's statements.
+            self.lock = asyncio.Semaphore(self.conn.max_size)  # type: ignore[assignment]
 
     async def aput(
         self,
