@@ -208,7 +208,7 @@ def main() -> None:
                         help="SDK round trips per server arm (0: no server arm)")  # fmt: skip
     parser.add_argument("--server-clients", type=int, default=4,
                         help="chats sending at once to langhost, after the server arms "
-                        "(--server-messages each; 0 or 1: none)")  # fmt: skip
+                        "(--server-messages each; 0: none)")  # fmt: skip
     args = parser.parse_args()
     console.print(f"[bold]reply-graph latency[/bold] on {machine()}")
     report: dict[str, Any] = {"machine": machine(), "scales": {}}
@@ -272,7 +272,7 @@ def main() -> None:
     if args.server_messages:
         report["servers"] = server_arms(args.server_messages)
         print_servers(report["servers"])
-    if args.server_messages and args.server_clients > 1:
+    if args.server_messages and args.server_clients > 0:
         report["concurrent"] = concurrent_arm(args.server_messages, args.server_clients)
         print_concurrent(report["concurrent"])
     args.out.mkdir(exist_ok=True)
