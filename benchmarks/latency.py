@@ -7,7 +7,9 @@ until the benchmark chat's vectors are held in memory after its first search (se
 to Chroma meanwhile). Then 200 messages that address the bot (so every node runs, after 10
 unmeasured ones) go through the reply graph with its SQLite checkpointer, in four arms (see
 ARMS). Per-node times come from LangChain callbacks; "searchable" is the time from the end
-of a reply to its memory job's event being found in the store.
+of a reply to its memory job's event being found in the store. Then chats whose vectors
+are not held, searched both ways (benchmarks/unheld.py); last, the server arms
+(benchmarks/servers.py), one chat and then several at once.
 
     make bench-latency                              # 1k, 10k, 200k
     make bench-latency ARGS="--scales 1000 --messages 50"
