@@ -21,6 +21,7 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
+from functools import partial
 from typing import Protocol
 
 import numpy as np
@@ -320,7 +321,8 @@ class HybridEventStore:
             return []
         if members is not None and query.plain:
             key = (self.bot, query.scope, query.persona_id)
-            held = self.held.search(key, members, vector, query.top_k, self.vectors)
+            fetch = partial(self._changed_vectors, query, len(members.ids))
+            held = self.held.search(key, members, vector, query.top_k, fetch)
             if held is None and len(members.ids) <= self.exact_max:
                 held = self.search_exact(query, members.ids, vector)
             if held is not None:
@@ -329,6 +331,20 @@ class HybridEventStore:
         hits = self.vector.search(query, within=within, vector=vector)
         records.update({h.event.id: h.event for h in hits})
         return [h.event.id for h in hits]
+
+    def _changed_vectors(
+        self, query: EventQuery, members: int, ids: list[str]
+    ) -> dict[str, np.ndarray]:
+        """The vectors a held scope lacks: by id when few, else read with the whole scope
+        (for a chat's first load: 5,000 interleaved among 1M, ~76 → ~35 ms)."""
+        if 2 * len(ids) < members:
+            return self.vectors(ids)
+        found = self.lexical.scope_vectors(query)
+        wanted = {i: found[i] for i in ids if i in found}
+        missing = [i for i in ids if i not in wanted]
+        if missing:  # stored before SQL kept vectors
+            wanted.update(self.vector.vectors(missing))
+        return wanted
 
     def search_exact(
         self, query: EventQuery, ids: Sequence[str], vector: Sequence[float]

