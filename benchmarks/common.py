@@ -23,6 +23,32 @@ SHARED_DATA = Path(
 )
 
 
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of one running process (/proc/PID/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (float(fields[11]) + float(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds of a process and its running descendants (a server's workers)."""
+    children: dict[int, list[int]] = defaultdict(list)
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except OSError:  # the process ended while we looked
+            continue
+        children[parent].append(int(stat.parent.name))
+    total, todo = 0.0, [pid]
+    while todo:
+        one = todo.pop()
+        try:
+            total += process_cpu_s(one)
+        except OSError:
+            continue
+        todo += children[one]
+    return total
+
+
 def pct(values: list[float], q: float) -> float:
     return float(np.percentile(np.asarray(values), q)) if values else float("nan")
 

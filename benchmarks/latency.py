@@ -305,7 +305,7 @@ def print_concurrent(found: dict[str, Any]) -> None:
     console.print(
         f"langhost, {found['clients']} chats sending at once: round trip p50 "
         f"{pct(found['ms'], 50):.1f} ms, p95 {pct(found['ms'], 95):.1f} ms, "
-        f"{found['runs_per_s']:.1f} runs/s"
+        f"{found['runs_per_s']:.1f} runs/s, server CPU {found['server_cpu_ms_per_run']:.0f} ms a run"
     )
 
 

@@ -54,7 +54,7 @@ from rich.table import Table
 
 from benchmarks.bridge_rate import bridge_rate
 from benchmarks.claims import claim_cost
-from benchmarks.common import machine, pct
+from benchmarks.common import machine, pct, process_cpu_s
 from benchmarks.latency import USERS, pool, populate
 from benchmarks.packed_recall import recall
 from graphs.reply import build_reply_graph
@@ -192,12 +192,6 @@ def machine_cpu_s() -> tuple[float, float]:
     tick = os.sysconf("SC_CLK_TCK")
     idle = fields[3] + fields[4]  # idle, iowait
     return (sum(fields) - idle) / tick, idle / tick
-
-
-def process_cpu_s(pid: int) -> float:
-    """User + system CPU seconds of one running process (/proc/PID/stat)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (float(fields[11]) + float(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 @contextmanager

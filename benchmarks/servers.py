@@ -19,11 +19,12 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from langgraph_sdk import get_sync_client
 from sqlalchemy import create_engine, text
 
+from benchmarks.common import tree_cpu_s
 from groupmind.threads import stream_thread_id
 from tests.serving import free_port, wait_ok
 
@@ -32,14 +33,19 @@ LANGHOST = ROOT / "deploy" / ".venv" / "bin" / "langhost"
 PG_ADMIN = os.environ.get("GROUPMIND_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 
 
+class Served(NamedTuple):
+    url: str
+    pid: int
+
+
 @contextmanager
-def serving(cmd: list[str], env: dict[str, str], cwd: Path, port: int) -> Iterator[str]:
+def serving(cmd: list[str], env: dict[str, str], cwd: Path, port: int) -> Iterator[Served]:
     log = (cwd / f"server-{port}.log").open("w")
     proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_ok(url, proc)
-        yield url
+        yield Served(url, proc.pid)
     finally:
         proc.terminate()
         try:
@@ -55,16 +61,16 @@ def base_env(data: Path) -> dict[str, str]:
 
 
 @contextmanager
-def langgraph_dev(tmp: Path) -> Iterator[str]:
+def langgraph_dev(tmp: Path) -> Iterator[Served]:
     port = free_port()
     cmd = [str(Path(sys.executable).parent / "langgraph"), "dev", "--no-browser", "--no-reload",
            "--port", str(port), "--config", str(ROOT / "langgraph.json")]  # fmt: skip
-    with serving(cmd, base_env(tmp / "dev"), tmp, port) as url:
-        yield url
+    with serving(cmd, base_env(tmp / "dev"), tmp, port) as served:
+        yield served
 
 
 @contextmanager
-def langhost(tmp: Path, memory_worker: bool = False) -> Iterator[str]:
+def langhost(tmp: Path, memory_worker: bool = False) -> Iterator[Served]:
     """One langhost process on fresh databases of the local PostgreSQL and Redis db 12,
     set as deploy/env.example sets it: memory jobs are queued for `groupmind worker`
     processes (not run here), unless ``memory_worker``: then the server runs them too."""
@@ -83,8 +89,8 @@ def langhost(tmp: Path, memory_worker: bool = False) -> Iterator[str]:
     cmd = [str(LANGHOST), "serve", "--port", str(port), "--no-browser", "-c",
            str(ROOT / "deploy" / "langgraph.json")]  # fmt: skip
     try:
-        with serving(cmd, env, tmp, port) as url:
-            yield url
+        with serving(cmd, env, tmp, port) as served:
+            yield served
     finally:
         with admin.connect() as conn:
             for name in ("lh", "gm"):
@@ -110,25 +116,29 @@ def round_trips(url: str, n: int, warm: int = 5) -> list[float]:
     return out
 
 
-def concurrent_round_trips(url: str, n: int, clients: int) -> dict[str, Any]:
+def concurrent_round_trips(server: Served, n: int, clients: int) -> dict[str, Any]:
     """``clients`` chats at once, each sending ``n`` messages one after another (after its
-    warm-up): every round trip, and the runs a second over the measured span."""
-    start = threading.Barrier(clients)
+    warm-up): every round trip, the runs a second over the measured span, and the server's
+    CPU a run (its processes', over the same span)."""
+    start = threading.Barrier(clients, action=lambda: cpu.append(tree_cpu_s(server.pid)))
     spans: list[tuple[float, float]] = []
+    cpu: list[float] = []
 
     def one() -> list[float]:
-        round_trips(url, 0)  # the warm-up
+        round_trips(server.url, 0)  # the warm-up
         start.wait()
         t0 = time.perf_counter()
-        out = round_trips(url, n, warm=0)
+        out = round_trips(server.url, n, warm=0)
         spans.append((t0, time.perf_counter()))
         return out
 
     with ThreadPoolExecutor(clients) as pool:
         found = list(pool.map(lambda _: one(), range(clients)))
     wall = max(end for _, end in spans) - min(begin for begin, _ in spans)
+    runs = clients * n
     return {"clients": clients, "ms": [ms for one_client in found for ms in one_client],
-            "runs_per_s": clients * n / wall}  # fmt: skip
+            "runs_per_s": runs / wall,
+            "server_cpu_ms_per_run": (tree_cpu_s(server.pid) - cpu[0]) * 1000 / max(runs, 1)}  # fmt: skip
 
 
 def server_arms(n: int) -> dict[str, Any]:
@@ -136,16 +146,16 @@ def server_arms(n: int) -> dict[str, Any]:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-servers-") as tmp_name:
         tmp = Path(tmp_name)
-        with langgraph_dev(tmp) as url:
-            results["langgraph dev (in-memory runtime)"] = round_trips(url, n)
+        with langgraph_dev(tmp) as served:
+            results["langgraph dev (in-memory runtime)"] = round_trips(served.url, n)
         arms = {"langhost (PostgreSQL + Redis runtime; memory jobs queued)": False,
                 "langhost, memory jobs run in the server too": True}  # fmt: skip
         for name, memory_worker in arms.items():
             if not LANGHOST.exists():
                 results[name] = "skipped: make deploy-venv"
                 continue
-            with langhost(tmp, memory_worker) as url:
-                results[name] = round_trips(url, n)
+            with langhost(tmp, memory_worker) as served:
+                results[name] = round_trips(served.url, n)
     return results
 
 
@@ -154,5 +164,5 @@ def concurrent_arm(n: int, clients: int) -> dict[str, Any]:
     if not LANGHOST.exists():
         return {"skipped": "make deploy-venv"}
     with tempfile.TemporaryDirectory(prefix="bench-servers-") as tmp_name:
-        with langhost(Path(tmp_name)) as url:
-            return concurrent_round_trips(url, n, clients)
+        with langhost(Path(tmp_name)) as served:
+            return concurrent_round_trips(served, n, clients)

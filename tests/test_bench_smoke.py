@@ -67,6 +67,7 @@ def test_bench_latency_servers_smoke(tmp_path: Path) -> None:
     concurrent = found["concurrent"]
     assert concurrent["clients"] == 2 and len(concurrent["ms"]) == 4
     assert concurrent["runs_per_s"] > 0 and "2 chats sending at once" in out
+    assert concurrent["server_cpu_ms_per_run"] > 0 and "server CPU" in out
 
 
 def test_bench_locomo_smoke(tmp_path: Path) -> None:
