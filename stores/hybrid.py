@@ -339,10 +339,15 @@ class HybridEventStore:
         (for a chat's first load: 5,000 interleaved among 1M, ~76 → ~31 ms)."""
         if 2 * len(ids) < members:
             return self.vectors(ids)
+        return self._scope_vectors(query, ids)
+
+    def _scope_vectors(self, query: EventQuery, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """``ids``' vectors, read with the whole scope from SQL; Chroma's for those SQL
+        lacks (stored before SQL kept vectors); absent when neither has one."""
         found = self.lexical.scope_vectors(query)
         wanted = {i: found[i] for i in ids if i in found}
         missing = [i for i in ids if i not in wanted]
-        if missing:  # stored before SQL kept vectors
+        if missing:
             wanted.update(self.vector.vectors(missing))
         return wanted
 
@@ -352,7 +357,7 @@ class HybridEventStore:
         """Exact search over the scope's vectors, read now (by scope: about half the cost
         of reading them by id) and not kept; None when one is missing (a write in flight):
         Chroma answers then."""
-        found = self._changed_vectors(query, len(ids), list(ids))
+        found = self._scope_vectors(query, ids)
         if len(found) < len(ids):
             return None
         return nearest(unit_rows([found[i] for i in ids]), ids, vector, query.top_k)
