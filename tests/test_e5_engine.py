@@ -70,9 +70,13 @@ def test_embeddings_load_the_built_engine_and_fall_back_to_the_wheels(
     assert Path(wheel._model._lib._name).parent == e5_engine.wheel_source().parent
 
 
-def test_an_engine_is_named_by_its_source(tmp_path: Path) -> None:
-    one, other = tmp_path / "a.c", tmp_path / "b.c"
-    one.write_text("int a;\n")
-    other.write_text("int b;\n")
-    assert e5_engine.engine_path(one) != e5_engine.engine_path(other)
-    assert e5_engine.engine_path(one) == e5_engine.engine_path(one)
+def test_an_engine_is_named_by_its_whole_recipe(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A change of the patch or of the flags (9b331d1 linked with -ffast-math) builds a new
+    engine; the one an older recipe left in the venv is not taken."""
+    source = e5_engine.patched(e5_engine.wheel_source().read_text())
+    now = e5_engine.engine_path(source)
+    assert e5_engine.built_engine() == now
+    assert e5_engine.engine_path(source + "\n") != now
+    monkeypatch.setattr(e5_engine, "LINK", [*e5_engine.LINK, "-ffast-math"])
+    assert e5_engine.engine_path(source) != now
+    assert e5_engine.built_engine() is None  # not built with these flags
