@@ -34,14 +34,14 @@ DURABILITY: Any = os.environ.get("FAULT_BOT_DURABILITY", "exit")
 def main(messages_path: Path, progress: Path) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     messages = [json.loads(line) for line in messages_path.read_text("utf-8").splitlines()]
-    while True:
+    while True:  # the whole start-up: the checkpointer connects on its own too
         try:
             session = open_session(Settings())
+            graph = session.reply_graph()
             break
         except Exception as exc:  # noqa: BLE001 - the database may be restarting
             log.warning("start: %s", exc)
             time.sleep(0.5)
-    graph = session.reply_graph()
     background = session.runtime.start_background_worker()
     context = reply_context(session.deps)
     done = int(progress.read_text()) if progress.exists() else 0

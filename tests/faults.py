@@ -385,6 +385,13 @@ def start_bot(env: dict[str, str], tmp: Path) -> subprocess.Popen[bytes]:
         return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
 
 
+def wait_progress(progress: Path, proc: subprocess.Popen[bytes], timeout: float = 180) -> None:
+    """Until the bot has answered a message (its progress file exists) or has exited."""
+    deadline = time.monotonic() + timeout
+    while not progress.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def wait_bot(proc: subprocess.Popen[bytes], timeout: float) -> tuple[float, int]:
     """Seconds until the bot has answered everything and its memory ran; its exit code."""
     start = time.monotonic()
@@ -434,7 +441,7 @@ def bot_postgres_restart(n: int, down_s: float = 3.0) -> Result:
         env = env_for(tmp / "data", sql_url=url, checkpointer="postgres")
         env["GROUPMIND_CHAT__BUFFER_MAX"] = "4"
         proc = start_bot(env, tmp)
-        time.sleep(6.0)
+        wait_progress(tmp / "acked", proc)  # mid-chat, not still starting (a loaded machine)
         pg(False)
         time.sleep(down_s)
         pg(True)
@@ -569,7 +576,7 @@ def bot_store_down(n: int, down_s: float = 4.0) -> Result:
                       job_backoff_base_s="0.5", job_backoff_max_s="3")  # fmt: skip
         env.update({"GROUPMIND_CHAT__BUFFER_MAX": "4", "FAULT_BOT_DURABILITY": "async"})
         proc = start_bot(env, tmp)
-        time.sleep(6.0)
+        wait_progress(tmp / "acked", proc)
         chroma(False)
         time.sleep(down_s)
         chroma(True)
