@@ -11,8 +11,9 @@
 - ``EXACT``: the activations' int8 rounding 32 at once, and the attention's loops over a
   head's 32 dimensions unrolled in registers; these give the same vectors bit for bit.
 
-`make bench-e5` on a 2-core EPYC, one OpenMP thread: ~1.9× the wheel's engine on a
-passage, ~1.8× on a query (README, "The embedding engine").
+`make bench-e5` on a 2-core EPYC, one OpenMP thread: 2.2× the wheel's engine on a
+passage, 2.0× on a query; 1.6× stop 34's build (the unpacking alone) on a passage (README,
+"The embedding engine").
 
 The source is the installed wheel's own ``e5.c`` (MIT), patched at build time; nothing
 of it is copied into this repository. ``make setup`` builds it into the venv, named by a
