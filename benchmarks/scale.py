@@ -40,6 +40,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 import uuid
@@ -241,19 +242,23 @@ def drain(env: dict[str, str], workers: int, count: int) -> dict[str, Any]:
     children0 = _children_cpu_s()
     busy0, idle0 = machine_cpu_s()
     t0 = time.monotonic()
+    # Each prints a line per job it ran, to a file: a pipe read one worker after another
+    # would fill and stall the others (64 KB is ~150 jobs' lines).
+    outs = [tempfile.TemporaryFile("w+") for _ in range(workers)]
     procs = [
-        subprocess.Popen(
-            cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=ROOT
-        )  # fmt: skip
-        for _ in range(workers)
+        subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
+        for out in outs
     ]
+    for proc in procs:
+        proc.wait()
+    wall = time.monotonic() - t0
     statuses: dict[str, int] = {}
-    for proc in procs:  # each prints a line per job it ran
-        out, _ = proc.communicate()
-        for line in out.splitlines():
+    for out in outs:
+        out.seek(0)
+        for line in out:
             status = json.loads(line).get("status", "?")
             statuses[status] = statuses.get(status, 0) + 1
-    wall = time.monotonic() - t0
+        out.close()
     busy1, idle1 = machine_cpu_s()
     cpu = {"wall_s": wall, "workers_s": _children_cpu_s() - children0,
            "chroma_s": sum(map(process_cpu_s, CHROMA_PIDS)) - chroma0,

@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 LEGACY_EVENTS = "events"  # every event, before each bot had its own collection
 LEGACY_PROFILES = "profiles"  # summaries indexed without scope before 0.2; dropped on open
 SCOPE_FORMAT = 2  # 1: keys without the platform; 2: "platform:chat_type:chat_id[:persona]"
+# Chroma writes its HNSW index to disk every this many writes (its default: 1000). Until
+# then each write costs more than the last (measured on one upsert at a time, Chroma
+# 1.5.9: 4 ms after a sync, 18 ms 1000 writes later; ~11 on average); at 100 every write
+# costs ~4-6 ms up to 100k vectors, at 20 the syncs themselves cost more.
+SYNC_THRESHOLD = 100
 log = logging.getLogger(__name__)
 
 
@@ -88,7 +93,7 @@ def open_collection(
                 f"Chroma collection {name!r} holds vectors of {found!r}, but the configured "
                 f"embeddings are {model_name!r}: use another data dir or re-embed"
             )
-    return Chroma(
+    store = Chroma(
         collection_name=name,
         embedding_function=embeddings,
         client=client,
@@ -98,6 +103,19 @@ def open_collection(
             **(metadata or {}),
         },
     )
+    sync_often(store._collection)
+    return store
+
+
+def sync_often(collection: Any) -> None:
+    """``SYNC_THRESHOLD`` on a collection, new or made before it was set."""
+    hnsw = (collection.configuration_json or {}).get("hnsw") or {}
+    if hnsw.get("sync_threshold") == SYNC_THRESHOLD:
+        return
+    try:
+        collection.modify(configuration={"hnsw": {"sync_threshold": SYNC_THRESHOLD}})
+    except Exception as exc:  # noqa: BLE001 - slower writes, nothing lost
+        log.warning("Chroma collection %s keeps its index settings: %s", collection.name, exc)
 
 
 def scope_key(scope: ChatScope, persona_id: str) -> str:
