@@ -56,7 +56,7 @@ def test_events_written_past_several_syncs_are_found_by_a_new_client(
             chat_type="group",
             chat_id=str(1001 + i % 3),
             persona_id="default",
-        )  # fmt: skip
+        )
         for i in range(count)
     ]
     vectors = embeddings.embed_documents([e.text for e in events])
