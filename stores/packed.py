@@ -13,7 +13,8 @@ HEADER = np.dtype("<f4").itemsize
 def pack(vector: Sequence[float] | np.ndarray) -> bytes:
     v = np.asarray(vector, dtype=np.float32)
     scale = float(np.abs(v).max()) or 1.0
-    q = np.clip(np.rint(v * (127 / scale)), -127, 127).astype(np.int8)
+    # in float64: 127 / scale overflows float32 when the vector is subnormal
+    q = np.clip(np.rint(v.astype(np.float64) * (127 / scale)), -127, 127).astype(np.int8)
     return bytes(np.float32(scale / 127).tobytes() + q.tobytes())
 
 

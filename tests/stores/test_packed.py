@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
@@ -32,3 +34,11 @@ def test_many_at_once_equal_one_at_a_time(vectors: list[np.ndarray]) -> None:
     assert len(matrix) == len(blobs)
     for row, blob in zip(matrix, blobs, strict=True):
         assert np.array_equal(row, unpack(blob))
+
+
+def test_a_subnormal_vector_packs_without_overflow() -> None:
+    v = np.array([1e-40, -3e-41, 0.0], dtype=np.float32)  # below float32's smallest normal
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's overflow / invalid-value warnings fail it
+        blob = pack(v)
+    assert np.frombuffer(blob, dtype=np.int8, offset=4).tolist() == [127, -38, 0]
