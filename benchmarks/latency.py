@@ -5,8 +5,9 @@ chats (texts from a pool whose e5 vectors are computed once and cached; each eve
 is its text's plus a little noise, so the index holds N distinct points). First the time
 until the benchmark chat's vectors are held in memory after its first search (searches go
 to Chroma meanwhile). Then 200 messages that address the bot (so every node runs, after 10
-unmeasured ones) go through the reply graph with its SQLite checkpointer, in four arms (see
-ARMS). Per-node times come from LangChain callbacks; "searchable" is the time from the end
+unmeasured ones) go through the reply graph with its SQLite checkpointer, in five arms (see
+ARMS; "not held": the store's own rule, exact over the chat's sealed vectors up to
+``EXACT_MAX``; "Chroma search": every dense search in Chroma). Per-node times come from LangChain callbacks; "searchable" is the time from the end
 of a reply to its memory job's event being found in the store. Then chats whose vectors
 are not held, searched both ways (benchmarks/unheld.py); last, the server arms
 (benchmarks/servers.py), one chat and then several at once.
@@ -60,7 +61,13 @@ console = Console()
 # (a chat not loaded yet, or over the memory budget). Then the in-process worker, yielding to
 # replies, with the rule variants and with a stub chat model (plan and reply ``llm``,
 # answering at once: the graph's own cost around a model). Messages come back to back.
-ARMS = ("rules, memory elsewhere", "rules, Chroma search", "rules", "stub model")
+ARMS = (
+    "rules, memory elsewhere",
+    "rules, not held",
+    "rules, Chroma search",
+    "rules",
+    "stub model",
+)
 WARMUP = 10
 RUN = uuid.uuid4().hex[:8]  # in message ids: a reused data dir has handled the last run's
 
@@ -240,6 +247,7 @@ def main() -> None:
         cold = HybridEventStore(  # nothing held: a chat's search by exact_max's rule
             events.vector, events.lexical, bot=runtime.deps.bot_id, max_vectors_held=0
         )
+        not_held_deps = replace(runtime.deps, events=cold)
         unheld = replace(
             runtime.deps,
             events=HybridEventStore(
@@ -252,11 +260,12 @@ def main() -> None:
         )
         for name, deps, variants, chat_id in (
             ("rules, memory elsewhere", runtime.deps, {}, "1001"),
+            ("rules, not held", not_held_deps, {}, "1005"),
             ("rules, Chroma search", unheld, {}, "1002"),
             ("rules", runtime.deps, {}, "1003"),
             ("stub model", stub, {"plan": "llm", "reply": "llm"}, "1004"),
         ):
-            if name in ARMS[2:]:
+            if name in ARMS[3:]:  # the worker in this process
                 runtime.start_background_worker().drain()
             graph = build_reply_graph(deps, checkpointer=checkpointer)
             arms[name] = run_arm(runtime, graph, deps, variants, chat_id, args.messages)
@@ -326,7 +335,7 @@ def print_scale(n: int, load_s: float, hold_s: float, arms: dict[str, Any]) -> N
         ]
         table.add_row(arm, *cells)
     console.print(table)
-    for arm in ARMS[:3]:
+    for arm in ARMS[:4]:
         r = arms[arm]
         for label, target in (("whole", 60), ("retrieve", 40), ("hand_off", 5)):
             p95 = pct(r[label], 95)

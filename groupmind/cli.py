@@ -615,16 +615,22 @@ def compact(
 ) -> None:
     """Have the storage engines let go of what they keep of deleted rows on disk (SQLite
     free pages and logs, Chroma's write log, PostgreSQL with --full), after pruning every
-    thread's checkpoint history to its latest. Forget runs it."""
+    thread's checkpoint history to its latest, and seal each chat's loose vectors in blocks
+    (a chat not held is read in a few rows). Forget runs it, without the sealing."""
     from stores.compact import purge_chroma
 
     if chroma_path is not None:
         out.print(f"chroma: {purge_chroma(chroma_path / 'chroma.sqlite3')}")
         return
     from groupmind.session import open_session
+    from stores.sql.blocks import VectorBlocks
+    from stores.sql.covered import tenant
 
     session = open_session(STATE.settings, bot=STATE.bot)  # with its checkpointer: history too
-    for store, how in session.runtime.compact(full=full).items():
+    runtime = session.runtime
+    sealed = VectorBlocks(runtime.engine, tenant(session.deps.bot_id)).seal_all()
+    out.print(f"vectors: {sealed} sealed in blocks")
+    for store, how in runtime.compact(full=full).items():
         out.print(f"{store}: {how}")
 
 

@@ -10,6 +10,8 @@ from datetime import datetime
 from functools import cached_property
 from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
 
+import numpy as np
+
 from domain.scope import ChatScope, ChatType, ForgetTarget, Sharing, may_share
 from stores.decay import Strength
 from stores.when import window_of
@@ -244,6 +246,18 @@ class ScopeMembers:
     @cached_property
     def ids(self) -> list[str]:
         return list(self.rows)
+
+
+@dataclass(frozen=True)
+class Sealed:
+    """A scope's wanted vectors as its sealed blocks hold them (``stores.sql.blocks``):
+    ``matrix`` rows as stored (not normalised) for ``ids``; ``loose``, the wanted ids no
+    block holds as last written; ``to_seal``, enough of them loose to seal."""
+
+    ids: list[str] = field(default_factory=list)
+    matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+    loose: list[str] = field(default_factory=list)
+    to_seal: bool = False
 
 
 @dataclass(frozen=True)

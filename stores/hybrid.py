@@ -16,6 +16,7 @@ events).
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict, defaultdict
@@ -28,12 +29,21 @@ from typing import Protocol
 import numpy as np
 
 from domain.scope import ChatScope, ForgetTarget
-from stores.base import EventHit, EventQuery, EventRecord, EventStore, Said, ScopeMembers
+from stores.base import (
+    EventHit,
+    EventQuery,
+    EventRecord,
+    EventStore,
+    Said,
+    ScopeMembers,
+    Sealed,
+)
 from stores.decay import Decay, Strength
 from stores.fusion import Fusion, Weights
 from stores.people import Focus, People, focus_of
 from stores.scope_vectors import ScopeVectors, nearest, unit_rows
 
+log = logging.getLogger(__name__)
 SESSION_GAP_S = 1800  # memories this close in time are one session, for diversity
 # Above this a scope is searched with Chroma's own metadata filter (~900 ms in a chat of
 # 20k among 1M events, against ~12 ms held); listing 20k ids costs ~13 ms, once.
@@ -78,6 +88,10 @@ class KeywordSide(EventStore, Protocol):
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]: ...
 
     def scope_vectors(self, query: EventQuery) -> dict[str, np.ndarray]: ...
+
+    def sealed_vectors(self, query: EventQuery, wanted: dict[str, float]) -> Sealed: ...
+
+    def seal(self, scope: ChatScope, persona_id: str) -> int: ...
 
     def search(  # told the scope's members, it reads no scope statistics of its own
         self, query: EventQuery, members: ScopeMembers | None = None
@@ -168,6 +182,7 @@ class HybridEventStore:
         pool: ThreadPoolExecutor | None = None,
         strength: StrengthSide | None = None,
         decay: Decay | None = None,
+        seal: bool = True,
     ) -> None:
         self.vector = vector
         self.lexical = lexical
@@ -175,6 +190,7 @@ class HybridEventStore:
         self.depth = depth
         self.fusion = fusion or Fusion()
         self.exact_max = exact_max
+        self.seal = seal  # loose vectors of a scope read whole are sealed, in the background
         self.strength = strength
         self.decay = decay or Decay()
         self.held = held or ScopeVectors(
@@ -182,6 +198,8 @@ class HybridEventStore:
         )
         self._pool = pool or ThreadPoolExecutor(max_workers=3, thread_name_prefix="hybrid")
         self._embedded = QueryVectors(self._pool, self.vector.embed_query)
+        self._sealing: set[tuple[ChatScope, str]] = set()  # scopes being sealed now
+        self._sealing_lock = threading.Lock()
 
     def upsert(self, event: EventRecord) -> None:
         self.upsert_many([event])
@@ -324,12 +342,12 @@ class HybridEventStore:
             held = None
             if query.plain:  # the held copy is the whole scope's
                 key = (self.bot, query.scope, query.persona_id)
-                fetch = partial(self._changed_vectors, query, len(members.ids))
+                fetch = partial(self._changed_vectors, query, members)
                 held = self.held.search(key, members, vector, query.top_k, fetch)
             if held is None and len(members.ids) <= self.exact_max:
                 # a user or time filter too: Chroma's HNSW narrowed to a few ids walks
                 # most of its graph (~100 ms for 100 among 100k), SQL reads them in ~1 ms
-                held = self.search_exact(query, members.ids, vector)
+                held = self.search_exact(query, members, vector)
             if held is not None:
                 return [event_id for event_id, _ in held]
         within = members.ids if members is not None else None
@@ -338,13 +356,38 @@ class HybridEventStore:
         return [h.event.id for h in hits]
 
     def _changed_vectors(
-        self, query: EventQuery, members: int, ids: list[str]
+        self, query: EventQuery, members: ScopeMembers, ids: list[str]
     ) -> dict[str, np.ndarray]:
-        """The vectors a held scope lacks: by id when few, else read with the whole scope
-        (for a chat's first load: 5,000 interleaved among 1M, ~76 → ~31 ms)."""
-        if 2 * len(ids) < members:
-            return self.vectors(ids)
-        return self._scope_vectors(query, ids)
+        """The vectors a held scope lacks (``_read``)."""
+        found, matrix = self._read(query, members, ids)
+        return dict(zip(found, matrix, strict=True))
+
+    def _read(
+        self, query: EventQuery, members: ScopeMembers, ids: Sequence[str]
+    ) -> tuple[list[str], np.ndarray]:
+        """``ids``' vectors (rows as stored): from the scope's sealed blocks, the rest by id
+        when few, else with the whole scope's rows (a chat's first load: 5,000 interleaved
+        among 1M, ~76 → ~31 ms); Chroma's for those SQL lacks; left out when neither has
+        one. Many loose ones: the scope is sealed in the background, for the next read."""
+        wanted = {i: members.rows[i].written for i in ids if i in members.rows}
+        sealed = self.lexical.sealed_vectors(query, wanted)
+        loose = sealed.loose
+        if sealed.to_seal and self.seal and query.persona_id is not None:
+            self._seal_later(query.scope, query.persona_id)
+        if not loose:
+            return sealed.ids, sealed.matrix
+        got = (
+            self.vectors(loose)
+            if 2 * len(loose) < len(members.ids)
+            else self._scope_vectors(query, loose)
+        )
+        rest = [i for i in loose if i in got]
+        if not rest:
+            return sealed.ids, sealed.matrix
+        matrix = np.stack([got[i] for i in rest])
+        if sealed.ids:
+            matrix = np.concatenate([sealed.matrix, matrix])
+        return sealed.ids + rest, matrix
 
     def _scope_vectors(self, query: EventQuery, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """``ids``' vectors, read with the whole scope from SQL; Chroma's for those SQL
@@ -356,16 +399,32 @@ class HybridEventStore:
             wanted.update(self.vector.vectors(missing))
         return wanted
 
+    def _seal_later(self, scope: ChatScope, persona_id: str) -> None:
+        key = (scope, persona_id)
+        with self._sealing_lock:
+            if key in self._sealing:
+                return
+            self._sealing.add(key)
+        self._pool.submit(self._seal, scope, persona_id)
+
+    def _seal(self, scope: ChatScope, persona_id: str) -> None:
+        try:
+            self.lexical.seal(scope, persona_id)
+        except Exception:  # the vectors stay loose, read by row: slower, never wrong
+            log.warning("sealing the vectors of %s failed", scope.key, exc_info=True)
+        finally:
+            with self._sealing_lock:
+                self._sealing.discard((scope, persona_id))
+
     def search_exact(
-        self, query: EventQuery, ids: Sequence[str], vector: Sequence[float]
+        self, query: EventQuery, members: ScopeMembers, vector: Sequence[float]
     ) -> list[tuple[str, float]] | None:
-        """Exact search over the scope's vectors, read now (by scope: about half the cost
-        of reading them by id) and not kept; None when one is missing (a write in flight):
-        Chroma answers then."""
-        found = self._scope_vectors(query, ids)
-        if len(found) < len(ids):
+        """Exact search over the scope's vectors, read now (``_read``) and not kept; None
+        when one is missing (a write in flight): Chroma answers then."""
+        ids, matrix = self._read(query, members, members.ids)
+        if len(ids) < len(members.ids):
             return None
-        return nearest(unit_rows([found[i] for i in ids]), ids, vector, query.top_k)
+        return nearest(unit_rows(matrix), ids, vector, query.top_k)
 
     def get(self, ids: Sequence[str]) -> list[EventRecord]:
         # SQL first (~1 ms; Chroma's get costs ~10): both hold each event's text and scope,

@@ -124,8 +124,11 @@ def _changed(held: _Held | None, members: ScopeMembers) -> dict[str, float]:
     return {i: written for i, written in candidates if held.rows.get(i, (0, None))[1] != written}
 
 
-def unit_rows(vectors: list[np.ndarray]) -> np.ndarray:
-    new = np.stack([np.asarray(v, dtype=np.float32) for v in vectors])
+def unit_rows(vectors: list[np.ndarray] | np.ndarray) -> np.ndarray:
+    if isinstance(vectors, np.ndarray):
+        new = vectors.astype(np.float32, copy=False)
+    else:
+        new = np.stack([np.asarray(v, dtype=np.float32) for v in vectors])
     normed: np.ndarray = new / np.maximum(np.linalg.norm(new, axis=1, keepdims=True), 1e-12)
     return normed
 

@@ -45,14 +45,17 @@ def test_bench_latency_smoke(tmp_path: Path) -> None:
                 "--server-messages", "0", "--work-dir", str(tmp_path / "w"),
                 "--out", str(tmp_path / "out"))  # fmt: skip
     scale = report(tmp_path / "out", "latency-*.json")["scales"]["60"]
-    arms = ("rules, memory elsewhere", "rules, Chroma search", "rules", "stub model")
+    arms = ("rules, memory elsewhere", "rules, not held", "rules, Chroma search", "rules",
+            "stub model")  # fmt: skip
     for arm in arms:
         assert len(scale[arm]["whole"]) == 3 and len(scale[arm]["retrieve"]) == 3
         # every arm asks in a chat that holds memories, and finds them
         assert min(scale[arm]["memories"]) > 0, (arm, scale[arm]["memories"])
     assert len(scale["searchable"]) == 2 and scale["load_s"] > 0
     # a chat not held, searched both ways
-    assert {k: sorted(v) for k, v in scale["unheld"].items()} == {"200": ["chroma", "exact"]}
+    assert {k: sorted(v) for k, v in scale["unheld"].items()} == {
+        "200": ["by row", "chroma", "sealed"]
+    }
     assert all(len(ms) == 15 for ms in scale["unheld"]["200"].values())
     assert "memories injected per reply" in out and "hand-off → searchable" in out
 

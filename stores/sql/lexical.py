@@ -24,11 +24,12 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from domain.scope import ChatScope, ForgetTarget
-from stores.base import EventHit, EventQuery, EventRecord, Member, Said, ScopeMembers
+from stores.base import EventHit, EventQuery, EventRecord, Member, Said, ScopeMembers, Sealed
 from stores.bm25 import gain, top_k
 from stores.packed import pack, unpack_many
 from stores.people import People, people_of
 from stores.scope_postings import ScopePostings
+from stores.sql.blocks import VectorBlocks
 from stores.sql.covered import chunks, covered, mine, tenant
 from stores.sql.schema import EventDocRow, EventStrengthRow, EventTermRow
 from stores.text import terms
@@ -52,6 +53,7 @@ class SqlLexicalIndex:
         self.engine = engine
         self.bot = tenant(bot)
         self.held = held  # postings of busy scopes in memory (None: SQL answers every search)
+        self.blocks = VectorBlocks(engine, self.bot)
         self._scopes: dict[tuple[ChatScope, str | None], ScopeMembers] = {}
         self._people: dict[tuple[ChatScope, str | None], tuple[Any, People]] = {}
         self._lock = threading.Lock()
@@ -312,6 +314,14 @@ class SqlLexicalIndex:
         matrix = unpack_many([blob for _, blob in rows])
         return dict(zip((event_id for event_id, _ in rows), matrix, strict=True))
 
+    def sealed_vectors(self, query: EventQuery, wanted: dict[str, float]) -> Sealed:
+        """The vectors of ``wanted`` (id -> write time as listed) sealed in the query's
+        scope's blocks, and which are not (``stores.sql.blocks``)."""
+        return self.blocks.read(query.scope, query.persona_id, wanted)
+
+    def seal(self, scope: ChatScope, persona_id: str) -> int:
+        return self.blocks.seal(scope, persona_id)
+
     def get(self, ids: Sequence[str]) -> list[EventRecord]:
         if not ids:
             return []
@@ -357,6 +367,7 @@ class SqlLexicalIndex:
     def remove(self, ids: Sequence[str]) -> None:
         """Delete these events, their postings and how they were used, in one transaction."""
         with self.engine.begin() as conn:
+            self.blocks.drop_holding(conn, ids)
             for chunk in chunks(list(ids)):
                 conn.execute(
                     delete(EventStrengthRow).where(

@@ -214,6 +214,24 @@ class EventDocRow(Tenant, Base):
     vector: Mapped[bytes | None] = mapped_column(LargeBinary, nullable=True, deferred=True)
 
 
+class EventVectorBlockRow(Tenant, Base):
+    """A scope's vectors sealed in blocks (``stores.sql.blocks``): a chat's 20k vectors are
+    ~40 rows to read, not 20k rows interleaved among a million. Derived from
+    ``event_docs.vector`` (each id with the write time it was read at, so a rewritten event
+    is read from its row again); dropped with any of its events, resealed later."""
+
+    __tablename__ = "event_vector_blocks"
+
+    platform: Mapped[str] = mapped_column(PLATFORM, primary_key=True)
+    chat_type: Mapped[str] = mapped_column(String(16), primary_key=True)
+    chat_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    persona_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    ids: Mapped[str] = mapped_column(Text)  # newline-separated
+    written: Mapped[bytes] = mapped_column(LargeBinary)  # float64 each: indexed_at as read
+    vectors: Mapped[bytes] = mapped_column(LargeBinary)  # packed, one width, back to back
+
+
 class EventStrengthRow(Tenant, Base):
     """How an event was used: recalls into a reply and an operator's pin (stores/decay.py).
     Apart from ``event_docs``, whose rows a re-index replaces; deleted with them

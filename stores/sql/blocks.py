@@ -1,0 +1,212 @@
+"""A scope's vectors sealed ``BLOCK`` to a row (``event_vector_blocks``).
+
+Each event keeps its vector in its ``event_docs`` row (``stores.packed``). An exact search
+of a chat not held reads them scope by scope, and at a million events a chat's rows lie
+scattered over the table: 20k of them cost ~90 ms in SQLite (Chroma, narrowed to them,
+~130 ms). Sealed 500 to a row they are ~40 rows. A block is derived data: each id keeps the
+write time its vector was read at and counts only while the event's row still has that
+time (a rewritten event is read from its row); a block goes with any of its events (an
+erase leaves no vector behind) and the rest of it is sealed again later.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Connection, Engine, delete, func, insert, select, tuple_
+from sqlalchemy.exc import IntegrityError
+
+from domain.scope import ChatScope
+from stores.base import Sealed
+from stores.packed import unpack_joined
+from stores.sql.covered import chunks, mine
+from stores.sql.schema import EventDocRow, EventVectorBlockRow
+
+log = logging.getLogger(__name__)
+BLOCK = 500  # vectors a row: ~194 KB for e5-small; the loose rest is read by id
+RESEAL_BELOW = 0.5  # a block holding fewer of its events as they are now is sealed anew
+SCOPE = ("platform", "chat_type", "chat_id", "persona_id")
+
+
+class VectorBlocks:
+    """One bot's blocks: every read and write is this bot's only."""
+
+    def __init__(self, engine: Engine, bot: str) -> None:
+        self.engine = engine
+        self.bot = bot
+
+    def read(self, scope: ChatScope, persona_id: str | None, wanted: Mapping[str, float]) -> Sealed:
+        """The vectors of ``wanted`` (id -> its write time as listed) that blocks hold;
+        fewer than a block's worth are left to be read by row, blocks unread."""
+        if len(wanted) < BLOCK:
+            return Sealed(loose=list(wanted))
+        query = select(
+            EventVectorBlockRow.ids, EventVectorBlockRow.written, EventVectorBlockRow.vectors
+        ).where(*self._where(scope, persona_id))
+        with self.engine.connect() as conn:
+            rows = conn.execute(query).all()
+        found: set[str] = set()
+        ids: list[str] = []
+        parts: list[np.ndarray] = []
+        for text, written, blob in rows:
+            block_ids = text.split("\n")
+            at = np.frombuffer(written, "<f8").tolist()
+            # as last written, and once (two processes may have sealed an event twice)
+            keep = [j for j, i in enumerate(block_ids) if wanted.get(i) == at[j] and i not in found]
+            if not keep:
+                continue
+            matrix = unpack_joined(blob, len(block_ids))
+            parts.append(matrix[keep] if len(keep) < len(block_ids) else matrix)
+            kept = [block_ids[j] for j in keep]
+            ids += kept
+            found.update(kept)
+        loose = [i for i in wanted if i not in found]
+        if parts and len({p.shape[1] for p in parts}) > 1:  # two models' vectors: by row
+            ids, parts, loose = [], [], list(wanted)
+        matrix = np.concatenate(parts) if parts else np.zeros((0, 0), np.float32)
+        return Sealed(ids, matrix, loose, to_seal=len(loose) >= BLOCK)
+
+    def seal(self, scope: ChatScope, persona_id: str) -> int:
+        """Seal the scope's loose vectors, ``BLOCK`` at a time, oldest first; returns how
+        many were sealed. Another process sealing the same scope at once: one of them
+        stops at the first block both wrote (the key is the scope and a sequence)."""
+        where = self._where(scope, persona_id)
+        with self.engine.connect() as conn:
+            members = dict(
+                conn.execute(
+                    select(EventDocRow.id, EventDocRow.indexed_at).where(
+                        *self._doc_where(scope, persona_id)
+                    )
+                ).all()
+            )
+            blocks = conn.execute(
+                select(
+                    EventVectorBlockRow.seq, EventVectorBlockRow.ids, EventVectorBlockRow.written
+                ).where(*where)
+            ).all()
+        held: set[str] = set()
+        stale: list[int] = []
+        for seq, text, written in blocks:
+            block_ids = text.split("\n")
+            at = np.frombuffer(written, "<f8").tolist()
+            valid = [i for i, w in zip(block_ids, at, strict=True) if members.get(i) == w]
+            if len(valid) < RESEAL_BELOW * len(block_ids):
+                stale.append(seq)
+            else:
+                held.update(valid)
+        loose = sorted((w, i) for i, w in members.items() if i not in held)
+        if len(loose) < BLOCK:
+            return 0
+        if stale:
+            with self.engine.begin() as conn:
+                conn.execute(
+                    delete(EventVectorBlockRow).where(*where, EventVectorBlockRow.seq.in_(stale))
+                )
+        seq = max((b[0] for b in blocks), default=-1) + 1
+        sealed = 0
+        for start in range(0, len(loose) - BLOCK + 1, BLOCK):
+            group = [i for _, i in loose[start : start + BLOCK]]
+            try:
+                wrote = self._seal_one(scope, persona_id, seq, group)
+            except IntegrityError:
+                log.info("blocks of %s sealed by another process meanwhile", scope.key)
+                break
+            if not wrote:
+                break
+            sealed += wrote
+            seq += 1
+        return sealed
+
+    def _seal_one(self, scope: ChatScope, persona_id: str, seq: int, ids: Sequence[str]) -> int:
+        with self.engine.begin() as conn:
+            rows = [
+                (event_id, float(at), bytes(blob))
+                for event_id, at, blob in conn.execute(
+                    select(EventDocRow.id, EventDocRow.indexed_at, EventDocRow.vector).where(
+                        *self._doc_where(scope, persona_id),
+                        EventDocRow.id.in_(list(ids)),
+                        EventDocRow.vector.is_not(None),
+                    )
+                )
+                if blob
+            ]
+            if not rows:
+                return 0
+            width = Counter(len(blob) for _, _, blob in rows).most_common(1)[0][0]
+            rows = [r for r in rows if len(r[2]) == width]
+            if len(rows) < BLOCK // 2:  # mostly events from before SQL kept vectors
+                return 0
+            conn.execute(
+                insert(EventVectorBlockRow).values(
+                    bot_id=self.bot,
+                    platform=scope.platform,
+                    chat_type=scope.chat_type,
+                    chat_id=scope.chat_id,
+                    persona_id=persona_id,
+                    seq=seq,
+                    ids="\n".join(r[0] for r in rows),
+                    written=np.array([r[1] for r in rows], "<f8").tobytes(),
+                    vectors=b"".join(r[2] for r in rows),
+                )
+            )
+        return len(rows)
+
+    def seal_all(self) -> int:
+        """Seal every scope with a block's worth of events (``groupmind compact``)."""
+        with self.engine.connect() as conn:
+            scopes = conn.execute(
+                select(*(getattr(EventDocRow, c) for c in SCOPE))
+                .where(mine(EventDocRow, self.bot))
+                .group_by(*(getattr(EventDocRow, c) for c in SCOPE))
+                .having(func.count() >= BLOCK)
+            ).all()
+        sealed = 0
+        for platform, chat_type, chat_id, persona_id in scopes:
+            scope = ChatScope(platform=platform, chat_type=chat_type, chat_id=chat_id)
+            sealed += self.seal(scope, persona_id)
+        return sealed
+
+    def drop_holding(self, conn: Connection, ids: Sequence[str]) -> None:
+        """Delete the blocks of every scope these events are in (before their rows go, in
+        the caller's transaction): a forgotten event's vector stays in no block."""
+        scopes: set[tuple[Any, ...]] = set()
+        for part in chunks(list(ids)):
+            scopes.update(
+                tuple(r)
+                for r in conn.execute(
+                    select(*(getattr(EventDocRow, c) for c in SCOPE))
+                    .where(mine(EventDocRow, self.bot), EventDocRow.id.in_(part))
+                    .distinct()
+                )
+            )
+        columns = tuple_(*(getattr(EventVectorBlockRow, c) for c in SCOPE))
+        for run in chunks(sorted(scopes), 100):
+            conn.execute(
+                delete(EventVectorBlockRow).where(
+                    mine(EventVectorBlockRow, self.bot), columns.in_(list(run))
+                )
+            )
+
+    def _where(self, scope: ChatScope, persona_id: str | None) -> list[Any]:
+        where = [
+            mine(EventVectorBlockRow, self.bot),
+            EventVectorBlockRow.platform == scope.platform,
+            EventVectorBlockRow.chat_type == scope.chat_type,
+            EventVectorBlockRow.chat_id == scope.chat_id,
+        ]
+        if persona_id is not None:
+            where.append(EventVectorBlockRow.persona_id == persona_id)
+        return where
+
+    def _doc_where(self, scope: ChatScope, persona_id: str) -> list[Any]:
+        return [
+            mine(EventDocRow, self.bot),
+            EventDocRow.platform == scope.platform,
+            EventDocRow.chat_type == scope.chat_type,
+            EventDocRow.chat_id == scope.chat_id,
+            EventDocRow.persona_id == persona_id,
+        ]
