@@ -16,9 +16,9 @@ from rich.table import Table
 
 from benchmarks.common import pct
 from stores.base import EventQuery, EventRecord
-from stores.hybrid import EXACT_MAX, HybridEventStore
+from stores.hybrid import EXACT_MAX, LOOSE_MAX, HybridEventStore
 
-SIZES = (200, 1000, 5000, 10000, 20000)
+SIZES = (200, 1000, 5000, 10000, 20000, 50000)
 QUESTION = "小明最近是不是在去北京出差？"
 
 
@@ -73,10 +73,11 @@ def unheld_searches(
         members = events.lexical.scope_members(query, 100_000)
         assert members is not None and len(members.ids) == size
         ids = list(members.ids)
-        events.seal = False  # by row first (blocks of an earlier run are stale: rewritten)
+        # by row first (blocks of an earlier run are stale: rewritten), however many
+        events.seal, events.loose_max = False, size
         by_row = timed(partial(events.search_exact, query, members, vector), repeats)
         events.lexical.seal(query.scope, "default")
-        events.seal = True
+        events.seal, events.loose_max = True, LOOSE_MAX
         results[str(size)] = {
             "by row": by_row,
             "sealed": timed(partial(events.search_exact, query, members, vector), repeats),

@@ -251,13 +251,27 @@ class ScopeMembers:
 @dataclass(frozen=True)
 class Sealed:
     """A scope's wanted vectors as its sealed blocks hold them (``stores.sql.blocks``):
-    ``matrix`` rows as stored (not normalised) for ``ids``; ``loose``, the wanted ids no
-    block holds as last written; ``to_seal``, enough of them loose to seal."""
+    for ``ids``, each vector's int8 codes (``codes``, a row each) and their norms (the
+    scale cancels out of a cosine, so they are scored without unpacking); ``loose``, the
+    wanted ids no block holds as last written; ``to_seal``, enough of them loose to seal."""
 
     ids: list[str] = field(default_factory=list)
-    matrix: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.float32))
+    codes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int8))
+    norms: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     loose: list[str] = field(default_factory=list)
     to_seal: bool = False
+
+    def cosines(self, query: np.ndarray) -> np.ndarray:
+        """Each row's cosine with ``query`` (a unit vector)."""
+        if not self.ids:
+            return np.zeros(0, np.float32)
+        scores: np.ndarray = np.einsum("ij,j->i", self.codes, query) / self.norms
+        return scores
+
+    def units(self) -> np.ndarray:
+        """The rows as unit float32 vectors (what held vectors keep)."""
+        rows: np.ndarray = self.codes.astype(np.float32) / self.norms[:, None]
+        return rows
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,10 @@ where, once names leave the query, the dense side is the stronger one (README, "
 The dense side searches the scope's vectors in memory (``ScopeVectors``, exact) once they
 are loaded (from SQL, int8: ``stores.packed``). A scope not held (loading, or over the
 budget) of up to ``EXACT_MAX`` events is searched exactly over its vectors read from SQL,
-as is a search with a user or time filter that admits that many; a larger one is answered
-by Chroma, narrowed to the scope's ids from SQL (its metadata filter costs ~60 ms at 200k
-events).
+as is a search with a user or time filter that admits that many: those sealed in blocks
+(``stores.sql.blocks``) and up to ``LOOSE_MAX`` more read by row. A larger one, or one
+with more loose vectors (sealed in the background meanwhile), is answered by Chroma,
+narrowed to the scope's ids from SQL (its metadata filter costs ~60 ms at 200k events).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from stores.base import (
 from stores.decay import Decay, Strength
 from stores.fusion import Fusion, Weights
 from stores.people import Focus, People, focus_of
-from stores.scope_vectors import ScopeVectors, nearest, unit_rows
+from stores.scope_vectors import ScopeVectors, best, unit, unit_rows
 
 log = logging.getLogger(__name__)
 SESSION_GAP_S = 1800  # memories this close in time are one session, for diversity
@@ -49,10 +50,12 @@ SESSION_GAP_S = 1800  # memories this close in time are one session, for diversi
 # 20k among 1M events, against ~12 ms held); listing 20k ids costs ~13 ms, once.
 ID_LIST_MAX = 100_000
 # A scope not held (over the budget, or loading) with up to this many members is searched
-# over its vectors read from SQL, not by Chroma: Chroma's HNSW, narrowed to a few ids
-# among many, walks most of its graph. At 1M events, p50 exact / Chroma: 200 ids 1 / 708
-# ms, 5,000 28 / 36, 10,000 51 / 25 (README, "A chat not held").
-EXACT_MAX = 5000
+# over its vectors from SQL, not by Chroma: Chroma's HNSW, narrowed to a few ids among
+# many, walks most of its graph. At 1M events, p50 exact / Chroma: 200 ids 1 / 708 ms,
+# 5,000 28 / 36, 10,000 51 / 25 read row by row (README, "A chat not held"); sealed in
+# blocks (``stores.sql.blocks``), a chat's vectors cost a fraction of that.
+EXACT_MAX = 30_000
+LOOSE_MAX = 5000  # loose vectors (not sealed yet) read by row for one search, at most
 QUERY_VECTORS_HELD = 64  # recent query embeddings kept (a message's prefetch, its search)
 
 
@@ -177,6 +180,7 @@ class HybridEventStore:
         fusion: Fusion | None = None,
         max_vectors_held: int = 100_000,
         exact_max: int = EXACT_MAX,
+        loose_max: int = LOOSE_MAX,
         load_in_background: bool = True,
         held: ScopeVectors | None = None,
         pool: ThreadPoolExecutor | None = None,
@@ -190,6 +194,7 @@ class HybridEventStore:
         self.depth = depth
         self.fusion = fusion or Fusion()
         self.exact_max = exact_max
+        self.loose_max = loose_max
         self.seal = seal  # loose vectors of a scope read whole are sealed, in the background
         self.strength = strength
         self.decay = decay or Decay()
@@ -358,36 +363,32 @@ class HybridEventStore:
     def _changed_vectors(
         self, query: EventQuery, members: ScopeMembers, ids: list[str]
     ) -> dict[str, np.ndarray]:
-        """The vectors a held scope lacks (``_read``)."""
-        found, matrix = self._read(query, members, ids)
-        return dict(zip(found, matrix, strict=True))
+        """The vectors a held scope lacks: sealed ones, then the loose rest."""
+        sealed = self._sealed(query, members, ids)
+        found = self._loose(query, members, sealed.loose)
+        found.update(zip(sealed.ids, sealed.units(), strict=True))
+        return found
 
-    def _read(
-        self, query: EventQuery, members: ScopeMembers, ids: Sequence[str]
-    ) -> tuple[list[str], np.ndarray]:
-        """``ids``' vectors (rows as stored): from the scope's sealed blocks, the rest by id
-        when few, else with the whole scope's rows (a chat's first load: 5,000 interleaved
-        among 1M, ~76 → ~31 ms); Chroma's for those SQL lacks; left out when neither has
-        one. Many loose ones: the scope is sealed in the background, for the next read."""
+    def _sealed(self, query: EventQuery, members: ScopeMembers, ids: Sequence[str]) -> Sealed:
+        """``ids``' vectors the scope's sealed blocks hold, and which they do not; many of
+        those: the scope is sealed in the background, for the next read."""
         wanted = {i: members.rows[i].written for i in ids if i in members.rows}
         sealed = self.lexical.sealed_vectors(query, wanted)
-        loose = sealed.loose
         if sealed.to_seal and self.seal and query.persona_id is not None:
             self._seal_later(query.scope, query.persona_id)
+        return sealed
+
+    def _loose(
+        self, query: EventQuery, members: ScopeMembers, loose: list[str]
+    ) -> dict[str, np.ndarray]:
+        """Vectors no block holds: by id when few, else read with the whole scope's rows
+        (a chat's first load: 5,000 interleaved among 1M, ~76 → ~31 ms); Chroma's for those
+        SQL lacks; left out when neither has one."""
         if not loose:
-            return sealed.ids, sealed.matrix
-        got = (
-            self.vectors(loose)
-            if 2 * len(loose) < len(members.ids)
-            else self._scope_vectors(query, loose)
-        )
-        rest = [i for i in loose if i in got]
-        if not rest:
-            return sealed.ids, sealed.matrix
-        matrix = np.stack([got[i] for i in rest])
-        if sealed.ids:
-            matrix = np.concatenate([sealed.matrix, matrix])
-        return sealed.ids + rest, matrix
+            return {}
+        if 2 * len(loose) < len(members.ids):
+            return self.vectors(loose)
+        return self._scope_vectors(query, loose)
 
     def _scope_vectors(self, query: EventQuery, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """``ids``' vectors, read with the whole scope from SQL; Chroma's for those SQL
@@ -419,12 +420,21 @@ class HybridEventStore:
     def search_exact(
         self, query: EventQuery, members: ScopeMembers, vector: Sequence[float]
     ) -> list[tuple[str, float]] | None:
-        """Exact search over the scope's vectors, read now (``_read``) and not kept; None
-        when one is missing (a write in flight): Chroma answers then."""
-        ids, matrix = self._read(query, members, members.ids)
-        if len(ids) < len(members.ids):
+        """Exact search over the scope's vectors, read now and not kept: sealed ones scored
+        as int8 codes, up to ``loose_max`` loose ones read by row. None when more are loose
+        or one is missing (a write in flight): Chroma answers then."""
+        sealed = self._sealed(query, members, members.ids)
+        if len(sealed.loose) > self.loose_max:  # Chroma answers while they are sealed
             return None
-        return nearest(unit_rows(matrix), ids, vector, query.top_k)
+        rest = self._loose(query, members, sealed.loose)
+        if len(sealed.ids) + len(rest) < len(members.ids):
+            return None
+        q = unit(vector)
+        scores, ids = sealed.cosines(q), sealed.ids
+        if rest:
+            loose = np.einsum("ij,j->i", unit_rows(list(rest.values())), q)
+            scores, ids = np.concatenate([scores, loose]), ids + list(rest)
+        return best(scores, ids, query.top_k)
 
     def get(self, ids: Sequence[str]) -> list[EventRecord]:
         # SQL first (~1 ms; Chroma's get costs ~10): both hold each event's text and scope,

