@@ -118,7 +118,8 @@ class VectorBlocks:
                 stale.append(seq)
             else:
                 held.update(valid)
-        loose = sorted((w, i) for i, w in members.items() if i not in held)
+        # an id with a newline in it (ids are free text) would split in two: never sealed
+        loose = sorted((w, i) for i, w in members.items() if i not in held and "\n" not in i)
         if len(loose) < BLOCK:
             return 0
         if stale:

