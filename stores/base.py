@@ -247,6 +247,11 @@ class ScopeMembers:
     def ids(self) -> list[str]:
         return list(self.rows)
 
+    @cached_property
+    def written(self) -> dict[str, float]:
+        """Each member's last write time (what sealed vectors are checked against)."""
+        return {i: m.written for i, m in self.rows.items()}
+
 
 @dataclass(frozen=True)
 class Sealed:

@@ -54,7 +54,7 @@ ID_LIST_MAX = 100_000
 # many, walks most of its graph. At 1M events, p50 exact / Chroma: 200 ids 1 / 708 ms,
 # 5,000 28 / 36, 10,000 51 / 25 read row by row (README, "A chat not held"); sealed in
 # blocks (``stores.sql.blocks``), a chat's vectors cost a fraction of that.
-EXACT_MAX = 30_000
+EXACT_MAX = 25_000  # sealed exact ≈ Chroma narrowed at ~24k among 1M (README)
 LOOSE_MAX = 5000  # loose vectors (not sealed yet) read by row for one search, at most
 QUERY_VECTORS_HELD = 64  # recent query embeddings kept (a message's prefetch, its search)
 
@@ -372,7 +372,8 @@ class HybridEventStore:
     def _sealed(self, query: EventQuery, members: ScopeMembers, ids: Sequence[str]) -> Sealed:
         """``ids``' vectors the scope's sealed blocks hold, and which they do not; many of
         those: the scope is sealed in the background, for the next read."""
-        wanted = {i: members.rows[i].written for i in ids if i in members.rows}
+        written = members.written
+        wanted = written if ids is members.ids else {i: written[i] for i in ids if i in written}
         sealed = self.lexical.sealed_vectors(query, wanted)
         if sealed.to_seal and self.seal and query.persona_id is not None:
             self._seal_later(query.scope, query.persona_id)
