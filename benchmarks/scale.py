@@ -45,7 +45,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -244,21 +244,23 @@ def drain(env: dict[str, str], workers: int, count: int) -> dict[str, Any]:
     t0 = time.monotonic()
     # Each prints a line per job it ran, to a file: a pipe read one worker after another
     # would fill and stall the others (64 KB is ~150 jobs' lines).
-    outs = [tempfile.TemporaryFile("w+") for _ in range(workers)]
-    procs = [
-        subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.DEVNULL, text=True, cwd=ROOT)
-        for out in outs
-    ]
-    for proc in procs:
-        proc.wait()
-    wall = time.monotonic() - t0
     statuses: dict[str, int] = {}
-    for out in outs:
-        out.seek(0)
-        for line in out:
-            status = json.loads(line).get("status", "?")
-            statuses[status] = statuses.get(status, 0) + 1
-        out.close()
+    with ExitStack() as files:  # closed even when a worker fails to start
+        outs = [files.enter_context(tempfile.TemporaryFile("w+")) for _ in range(workers)]
+        procs = [
+            subprocess.Popen(
+                cmd, env=env, stdout=out, stderr=subprocess.DEVNULL, text=True, cwd=ROOT
+            )
+            for out in outs
+        ]
+        for proc in procs:
+            proc.wait()
+        wall = time.monotonic() - t0
+        for out in outs:
+            out.seek(0)
+            for line in out:
+                status = json.loads(line).get("status", "?")
+                statuses[status] = statuses.get(status, 0) + 1
     busy1, idle1 = machine_cpu_s()
     cpu = {"wall_s": wall, "workers_s": _children_cpu_s() - children0,
            "chroma_s": sum(map(process_cpu_s, CHROMA_PIDS)) - chroma0,
