@@ -205,6 +205,9 @@ class HybridEventStore:
         self._embedded = QueryVectors(self._pool, self.vector.embed_query)
         self._sealing: set[tuple[ChatScope, str]] = set()  # scopes being sealed now
         self._sealing_lock = threading.Lock()
+        # Its own thread: a seal (~1 s for 20k) must not hold one of the pool's threads,
+        # which a reply's keyword search and query embedding wait on.
+        self._sealer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seal")
 
     def upsert(self, event: EventRecord) -> None:
         self.upsert_many([event])
@@ -407,7 +410,7 @@ class HybridEventStore:
             if key in self._sealing:
                 return
             self._sealing.add(key)
-        self._pool.submit(self._seal, scope, persona_id)
+        self._sealer.submit(self._seal, scope, persona_id)
 
     def _seal(self, scope: ChatScope, persona_id: str) -> None:
         try:
