@@ -24,7 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from domain.scope import ChatScope
 from stores.base import Sealed
 from stores.packed import HEADER
-from stores.sql.covered import chunks, mine
+from stores.sql.covered import chunks, in_scope, mine
 from stores.sql.schema import EventDocRow, EventVectorBlockRow
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class VectorBlocks:
             EventVectorBlockRow.written,
             EventVectorBlockRow.norms,
             EventVectorBlockRow.vectors,
-        ).where(*self._where(scope, persona_id))
+        ).where(*in_scope(EventVectorBlockRow, self.bot, scope, persona_id))
         with self.engine.connect() as conn:
             rows = conn.execute(query).all()
         ids: list[str] = []
@@ -94,12 +94,12 @@ class VectorBlocks:
         """Seal the scope's loose vectors, ``BLOCK`` at a time, oldest first; returns how
         many were sealed. Another process sealing the same scope at once: one of them
         stops at the first block both wrote (the key is the scope and a sequence)."""
-        where = self._where(scope, persona_id)
+        where = in_scope(EventVectorBlockRow, self.bot, scope, persona_id)
         with self.engine.connect() as conn:
             members = dict(
                 conn.execute(
                     select(EventDocRow.id, EventDocRow.indexed_at).where(
-                        *self._doc_where(scope, persona_id)
+                        *in_scope(EventDocRow, self.bot, scope, persona_id)
                     )
                 ).all()
             )
@@ -153,7 +153,7 @@ class VectorBlocks:
                 for event_id, at, blob in conn.execute(
                     select(EventDocRow.id, EventDocRow.indexed_at, EventDocRow.vector)
                     .where(
-                        *self._doc_where(scope, persona_id),
+                        *in_scope(EventDocRow, self.bot, scope, persona_id),
                         EventDocRow.id.in_(list(ids)),
                         EventDocRow.vector.is_not(None),
                     )
@@ -226,26 +226,6 @@ class VectorBlocks:
                     mine(EventVectorBlockRow, self.bot), columns.in_(list(run))
                 )
             )
-
-    def _where(self, scope: ChatScope, persona_id: str | None) -> list[Any]:
-        where = [
-            mine(EventVectorBlockRow, self.bot),
-            EventVectorBlockRow.platform == scope.platform,
-            EventVectorBlockRow.chat_type == scope.chat_type,
-            EventVectorBlockRow.chat_id == scope.chat_id,
-        ]
-        if persona_id is not None:
-            where.append(EventVectorBlockRow.persona_id == persona_id)
-        return where
-
-    def _doc_where(self, scope: ChatScope, persona_id: str) -> list[Any]:
-        return [
-            mine(EventDocRow, self.bot),
-            EventDocRow.platform == scope.platform,
-            EventDocRow.chat_type == scope.chat_type,
-            EventDocRow.chat_id == scope.chat_id,
-            EventDocRow.persona_id == persona_id,
-        ]
 
 
 def code_norms(joined: bytes, n: int) -> np.ndarray:

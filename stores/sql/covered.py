@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
-from domain.scope import ForgetTarget, check_bot_id
+from domain.scope import ChatScope, ForgetTarget, check_bot_id
 
 T = TypeVar("T")
 
@@ -20,6 +20,19 @@ def tenant(bot: str) -> str:
 def mine(table: Any, bot: str) -> Any:
     """This bot's rows only: in every read, update and delete of a tenant store."""
     return table.bot_id == bot
+
+
+def in_scope(table: Any, bot: str, scope: ChatScope, persona_id: str | None = None) -> list[Any]:
+    """This bot's rows of one chat (and persona, when given)."""
+    where = [
+        mine(table, bot),
+        table.platform == scope.platform,
+        table.chat_type == scope.chat_type,
+        table.chat_id == scope.chat_id,
+    ]
+    if persona_id is not None:
+        where.append(table.persona_id == persona_id)
+    return where
 
 
 def covered(table: Any, target: ForgetTarget, bot: str, *, everyone: bool = False) -> list[Any]:

