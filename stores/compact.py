@@ -9,6 +9,11 @@
   The text of log entries the metadata store has already applied is dropped (the vectors,
   which the index may still need, stay), the full-text index is merged, then the file is
   rebuilt as above.
+- Chroma's vector index files (hnswlib's ``data_level0.bin`` and ``length.bin``) are
+  allocated for the index's capacity from the process's memory and written whole when the
+  index is made, without being cleared: the slots past the last element hold whatever that
+  memory held before (once 8 bytes of a forgotten message). They are zeroed; the slots in
+  use are left as they are.
 - PostgreSQL: a deleted row cannot be read by any query, but its bytes stay in the table's
   files until ``VACUUM FULL`` rewrites them (``full=True``; it locks each table meanwhile).
 
@@ -19,6 +24,7 @@ process in a transaction) is retried a few times and then reported, never raised
 from __future__ import annotations
 
 import sqlite3
+import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,7 +41,51 @@ def compact_sqlite(path: Path) -> str:
 
 def purge_chroma(path: Path) -> str:
     """``path``: a persistent Chroma's ``chroma.sqlite3``."""
-    return _retried(path, _purge_log, "log purged, compacted")
+    purged = _retried(path, _purge_log, "log purged, compacted")
+    if purged == "absent":
+        return purged
+    indexes = sorted(d for d in path.parent.iterdir() if d.is_dir())
+    unknown = [d.name for d in indexes if not _zero_capacity(d)]
+    if unknown:
+        return f"{purged}; index files of an unknown layout left as they are: {unknown}"
+    return f"{purged}, index capacity zeroed"
+
+
+# hnswlib's persisted header (chroma-hnswlib, PERSISTENCE_VERSION 1), as written field by
+# field: version, offsetLevel0_, max_elements_, cur_element_count, size_data_per_element_.
+HEADER = struct.Struct("<iQQQQ")
+CHUNK = 1 << 20
+
+
+def _zero_capacity(index: Path) -> bool:
+    """Zero what lies past the last element in ``index``'s data and length files; False
+    when the directory holds an index this code does not know (left untouched)."""
+    header = index / "header.bin"
+    if not header.exists():
+        return True  # not an index (or one not written yet)
+    raw = header.read_bytes()
+    if len(raw) < HEADER.size:
+        return False
+    version, _, _, count, per_element = HEADER.unpack_from(raw)
+    if version != 1 or per_element == 0:
+        return False
+    _zero_from(index / "data_level0.bin", count * per_element)
+    _zero_from(index / "length.bin", count * 4)  # one float32 per element
+    return True
+
+
+def _zero_from(path: Path, start: int) -> None:
+    """Zero ``path`` from byte ``start`` to its end, writing only chunks that are not zero
+    already (an index's capacity can be large, and mostly is)."""
+    if not path.exists():
+        return
+    with path.open("r+b") as f:
+        f.seek(start)
+        while chunk := f.read(CHUNK):
+            if chunk.count(0) != len(chunk):
+                f.seek(-len(chunk), 1)
+                f.write(bytes(len(chunk)))
+        f.flush()
 
 
 def _vacuum(conn: sqlite3.Connection) -> None:

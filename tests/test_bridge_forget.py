@@ -30,10 +30,10 @@ SAID = ["ZQXJ7731", "猫头鹰咖啡馆", "KVBN5512"]
 
 
 def left(data: Path, strings: list[str]) -> dict[str, list[str]]:
-    """``traces``, but for Chroma's vector index files: once in a full ``make test``, 8
-    bytes of a forgotten message turned up in an embedded Chroma's ``data_level0.bin``
-    (its unused capacity, written from the process's memory). A known gap, in
-    docs/scopes.md; this test is about the journal."""
+    """``traces``, but for Chroma's vector index files, for after the forget: an index
+    Chroma makes later is written from memory it never cleared, which can still hold what
+    the process freed (forget zeroes that capacity; the next forget or compact does
+    again). docs/scopes.md."""
     return {f: s for f, s in traces(data, strings).items() if not f.endswith(".bin")}
 
 
@@ -127,7 +127,7 @@ def test_forget_beside_a_running_bridge_leaves_nothing_in_its_journal(tmp_path: 
         result = json.loads(erased.stdout)
         assert result["removed"]["bridge_events"] == 2
         assert result["compacted"]["bridge_journal"] == "compacted"
-        assert left(data, [*SAID, "小明"]) == {}
+        assert traces(data, [*SAID, "小明"]) == {}
         assert sum(journal.counts().values()) == 1  # 阿强's is kept
         # The bridge goes on, on the same journal.
         await impl.send(group_event(1001, 10002, [AT_BOT, text(" 在吗")], card="阿强"))

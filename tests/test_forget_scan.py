@@ -100,7 +100,7 @@ def test_forget_leaves_nothing_on_disk_in_process(tmp_path: Path) -> None:
     compacted = dict(result["compacted"])
     assert compacted.pop("history").endswith("threads pruned to their latest checkpoint")
     assert compacted == {"sql": "compacted", "checkpoints": "compacted",
-                         "chroma": "log purged, compacted"}  # fmt: skip
+                         "chroma": "log purged, compacted, index capacity zeroed"}  # fmt: skip
     assert result["removed"]["contexts_blanked"] >= 1 and result["removed"]["jobs_scrubbed"] >= 1
     assert traces(data, [*SAID, "小明"]) == {}
     assert told_about_qiang(data) == []

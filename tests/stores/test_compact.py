@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 from sqlalchemy import text
 
 import stores.compact as compact
+from stores.chroma import sync_often
 from stores.compact import compact_sqlite
 from stores.sql import make_engine
 
@@ -72,3 +75,64 @@ def test_a_reader_holding_the_log_is_waited_for_then_reported(
     assert compact_sqlite(path) == "compacted"
     assert residue(path) == []
     engine.dispose()
+
+
+def _chroma(path: Path) -> Any:
+    import chromadb
+
+    client = chromadb.PersistentClient(
+        path=str(path), settings=chromadb.config.Settings(anonymized_telemetry=False)
+    )
+    collection = client.get_or_create_collection("events", metadata={"hnsw:space": "cosine"})
+    sync_often(collection)  # the index written every 100 adds, as the store's is
+    return collection
+
+
+def _nearest(path: Path, query: np.ndarray) -> tuple[list[str], list[float]]:
+    found = _chroma(path).query(query_embeddings=[query.tolist()], n_results=5)
+    return found["ids"][0], [round(d, 5) for d in found["distances"][0]]
+
+
+def test_an_index_files_unused_capacity_is_zeroed_and_the_index_still_answers(
+    tmp_path: Path,
+) -> None:
+    """hnswlib writes an index's whole capacity when it makes it, from memory it never
+    cleared: the slots past the last element can hold what the process (Chroma's own
+    threads) held before. Those bytes are put there by hand here, as found once in CI."""
+    from chromadb.api.client import SharedSystemClient
+
+    path = tmp_path / "chroma"
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((250, 8)).astype(np.float32)
+    _chroma(path).add(ids=[f"e{i}" for i in range(250)], embeddings=vectors.tolist(),
+                      documents=[f"d{i}" for i in range(250)])  # fmt: skip
+    before = _nearest(path, vectors[3])
+    SharedSystemClient.clear_system_cache()  # the files let go, as by another process
+    (index,) = [h.parent for h in path.glob("*/header.bin")]
+    _, _, capacity, count, per_element = compact.HEADER.unpack_from(
+        (index / "header.bin").read_bytes()
+    )
+    assert 0 < count < capacity  # room past the last element
+    data, lengths = index / "data_level0.bin", index / "length.bin"
+    used = data.read_bytes()[: count * per_element], lengths.read_bytes()[: count * 4]
+    for f, at in ((data, count * per_element + 40), (lengths, count * 4 + 4)):
+        with f.open("r+b") as out:
+            out.seek(at)
+            out.write(SECRET.encode())
+
+    assert compact.purge_chroma(path / "chroma.sqlite3").endswith("index capacity zeroed")
+    for f, start, kept in ((data, count * per_element, used[0]), (lengths, count * 4, used[1])):
+        raw = f.read_bytes()
+        assert SECRET.encode() not in raw
+        assert raw[:start] == kept and raw[start:].count(0) == len(raw) - start
+    assert _nearest(path, vectors[3]) == before
+
+    # an index this code cannot read is left as it is, and said so
+    header = (index / "header.bin").read_bytes()
+    (index / "header.bin").write_bytes((2).to_bytes(4, "little") + header[4:])
+    with data.open("r+b") as out:
+        out.seek(count * per_element + 40)
+        out.write(SECRET.encode())
+    said = compact.purge_chroma(path / "chroma.sqlite3")
+    assert said.endswith(f"left as they are: ['{index.name}']")
+    assert SECRET.encode() in data.read_bytes()
