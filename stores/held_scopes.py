@@ -1,7 +1,7 @@
 """What held vectors (``stores.scope_vectors``) and held postings (``stores.scope_postings``)
 share: scopes held in memory by key (the key names the bot), the least recently searched
 first, within one budget of events; and one background thread that builds a scope while
-the search is answered from the store."""
+the search is answered from the store (dropped when the process exits: ``stores.background``)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, Protocol, TypeVar
+
+from stores.background import Background
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +30,7 @@ class HeldScopes(Generic[H]):
         self._held: OrderedDict[Hashable, H] = OrderedDict()  # least recently used first
         self._lock = threading.Lock()
         self._loading: set[Hashable] = set()
-        self._loader = ThreadPoolExecutor(1, name) if background else None
+        self._loader = Background(name) if background else None
 
     def holds(self, key: Hashable) -> bool:
         with self._lock:

@@ -30,6 +30,7 @@ from typing import Protocol
 import numpy as np
 
 from domain.scope import ChatScope, ForgetTarget
+from stores.background import Background
 from stores.base import (
     EventHit,
     EventQuery,
@@ -207,7 +208,7 @@ class HybridEventStore:
         self._sealing_lock = threading.Lock()
         # Its own thread: a seal (~1 s for 20k) must not hold one of the pool's threads,
         # which a reply's keyword search and query embedding wait on.
-        self._sealer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seal")
+        self._sealer = Background("seal")
 
     def upsert(self, event: EventRecord) -> None:
         self.upsert_many([event])
@@ -410,7 +411,7 @@ class HybridEventStore:
             if key in self._sealing:
                 return
             self._sealing.add(key)
-        self._sealer.submit(self._seal, scope, persona_id)
+        self._sealer.submit(lambda: self._seal(scope, persona_id))
 
     def _seal(self, scope: ChatScope, persona_id: str) -> None:
         try:

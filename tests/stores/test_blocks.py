@@ -178,12 +178,12 @@ def test_a_scope_read_whole_is_sealed_in_the_background(
     store = make(sqlite_engine, chroma_client, embeddings, seal=True)
     store.upsert_many([event(n) for n in range(9)])
     assert store.search(q())[0].event.text.startswith("莉莉养了一只橘猫")
-    store._sealer.shutdown(wait=True)  # the seal it started
+    store._sealer.join()  # the seal it started
     assert block_count(sqlite_engine) == 2
     quiet = make(sqlite_engine, chroma_client, embeddings, seal=False)
     quiet.upsert_many([event(n, chat_id="g3") for n in range(9)])
     quiet.search(q(chat_id="g3"))
-    quiet._sealer.shutdown(wait=True)
+    quiet._sealer.join()
     assert block_count(sqlite_engine) == 2  # seal=False: g3 stays loose
 
 
@@ -209,7 +209,7 @@ def test_a_chat_with_many_loose_vectors_asks_chroma_until_sealed(
     store.upsert_many([event(n) for n in range(9)])
     vector = embeddings.embed_query("谁养了猫")
     assert store.search_exact(q(), members(store, q()), vector) is None  # 9 loose: Chroma
-    store._sealer.shutdown(wait=True)  # the seal that search started: one vector stays loose
+    store._sealer.join()  # the seal that search started: one vector stays loose
     found = store.search_exact(q(), members(store, q()), vector)
     by_row = make(sqlite_engine, chroma_client, embeddings)
     by_row.lexical.sealed_vectors = lambda _q, wanted: Sealed(loose=list(wanted))  # type: ignore[method-assign]

@@ -195,7 +195,7 @@ def test_a_scope_with_many_changes_loads_in_the_background(
     for n in range(5):
         store.upsert(event(f"e{n}", f"小明第{n}次去北京"))
     assert len(store.search(q("北京"))) == 5  # answered by Chroma meanwhile
-    store.held._loader.shutdown(wait=True)  # type: ignore[union-attr]
+    store.held._loader.join()  # type: ignore[union-attr]
     assert len(store.held._held[G1].ids) == 5
 
 

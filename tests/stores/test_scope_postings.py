@@ -134,7 +134,7 @@ def test_a_scope_being_built_is_answered_by_sql(sqlite_engine: Engine) -> None:
     first = searched(index, q)  # SQL, while the scope loads in the background
     assert [i for i, _ in first] == ["e0", "e1", "e2", "e3", "e4"]
     key = ("b", q.scope, q.persona_id)
-    postings._loader.shutdown(wait=True)  # type: ignore[union-attr]
+    postings._loader.join()  # type: ignore[union-attr]
     assert postings.holds(key)
     same(searched(index, q), first)
 
