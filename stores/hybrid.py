@@ -55,7 +55,7 @@ ID_LIST_MAX = 100_000
 # many, walks most of its graph. At 1M events, p50 exact / Chroma: 200 ids 1 / 708 ms,
 # 5,000 28 / 36, 10,000 51 / 25 read row by row (README, "A chat not held"); sealed in
 # blocks (``stores.sql.blocks``), a chat's vectors cost a fraction of that.
-EXACT_MAX = 25_000  # sealed exact ≈ Chroma narrowed at ~24k among 1M (README)
+EXACT_MAX = 50_000  # sealed exact faster than Chroma narrowed at 50k among 1M (README)
 LOOSE_MAX = 5000  # loose vectors (not sealed yet) read by row for one search, at most
 QUERY_VECTORS_HELD = 64  # recent query embeddings kept (a message's prefetch, its search)
 
