@@ -44,8 +44,15 @@ def purge_chroma(path: Path) -> str:
     purged = _retried(path, _purge_log, "log purged, compacted")
     if purged == "absent":
         return purged
-    indexes = sorted(d for d in path.parent.iterdir() if d.is_dir())
-    unknown = [d.name for d in indexes if not _zero_capacity(d)]
+    unknown, failed = [], []
+    for index in sorted(d for d in path.parent.iterdir() if d.is_dir()):
+        try:
+            if not _zero_capacity(index):
+                unknown.append(index.name)
+        except OSError as exc:  # reported, never raised: the rest of the erase stands
+            failed.append(f"{index.name}: {exc}")
+    if failed:
+        return f"{purged}; index capacity not zeroed in {failed}: run groupmind compact"
     if unknown:
         return f"{purged}; index files of an unknown layout left as they are: {unknown}"
     return f"{purged}, index capacity zeroed"

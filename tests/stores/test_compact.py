@@ -136,3 +136,19 @@ def test_an_index_files_unused_capacity_is_zeroed_and_the_index_still_answers(
     said = compact.purge_chroma(path / "chroma.sqlite3")
     assert said.endswith(f"left as they are: ['{index.name}']")
     assert SECRET.encode() in data.read_bytes()
+
+
+def test_an_index_file_that_cannot_be_written_is_reported_not_raised(tmp_path: Path) -> None:
+    path = tmp_path / "chroma"
+    rng = np.random.default_rng(3)
+    _chroma(path).add(ids=[f"e{i}" for i in range(150)],
+                      embeddings=rng.standard_normal((150, 8)).tolist())  # fmt: skip
+    from chromadb.api.client import SharedSystemClient
+
+    SharedSystemClient.clear_system_cache()
+    (index,) = [h.parent for h in path.glob("*/header.bin")]
+    (index / "length.bin").unlink()
+    (index / "length.bin").mkdir()  # opened for writing: IsADirectoryError, an OSError
+    said = compact.purge_chroma(path / "chroma.sqlite3")
+    assert said.startswith("log purged, compacted; index capacity not zeroed in")
+    assert index.name in said and said.endswith("run groupmind compact")
