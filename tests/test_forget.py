@@ -184,7 +184,7 @@ def test_a_running_bots_held_vectors_follow_a_forget_from_another_process(
     replay(bot, chat_history())
     assert search(bot, G1, "北京 出差 腾讯") == ["10001", "10002"]
     held = bot.deps.events.held  # type: ignore[attr-defined]
-    held._loader.shutdown(wait=True)  # the background load is done
+    held._loader.join()  # the background load is done
     search(bot, G1, "北京 出差 腾讯")
     xiaoming = {j.request_id for j in bot.jobs.list(limit=1000) if j.payload["user_id"] == "10001"}
     assert held.held_ids() & xiaoming  # 小明's vectors are in this process's memory
