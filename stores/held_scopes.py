@@ -29,8 +29,7 @@ class HeldScopes(Generic[H]):
         self.budget = budget  # events held, over every scope
         self._held: OrderedDict[Hashable, H] = OrderedDict()  # least recently used first
         self._lock = threading.Lock()
-        self._loading: set[Hashable] = set()
-        self._loader = Background(name) if background else None
+        self._loader = Background(f"holding {name}") if background else None
 
     def holds(self, key: Hashable) -> bool:
         with self._lock:
@@ -58,22 +57,8 @@ class HeldScopes(Generic[H]):
             total -= len(evicted.ids)
         return updated
 
-    def _later(self, key: Hashable, work: Callable[[], object], what: str) -> None:
-        """``work`` on the background thread, once at a time per scope; a failure is logged
-        and the next search tries again (the store answers meanwhile)."""
-        with self._lock:
-            if key in self._loading:
-                return
-            self._loading.add(key)
-
-        def run() -> None:
-            try:
-                work()
-            except Exception:  # noqa: BLE001 - the store answers; the next search retries
-                log.warning("could not hold the %s of scope %s", what, key, exc_info=True)
-            finally:
-                with self._lock:
-                    self._loading.discard(key)
-
+    def _later(self, key: Hashable, work: Callable[[], object]) -> None:
+        """``work`` on the background thread, once at a time per scope; meanwhile (and
+        after a failure, which is logged) the store answers."""
         assert self._loader is not None
-        self._loader.submit(run)
+        self._loader.submit(work, key)

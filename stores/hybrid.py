@@ -204,11 +204,9 @@ class HybridEventStore:
         )
         self._pool = pool or ThreadPoolExecutor(max_workers=3, thread_name_prefix="hybrid")
         self._embedded = QueryVectors(self._pool, self.vector.embed_query)
-        self._sealing: set[tuple[ChatScope, str]] = set()  # scopes being sealed now
-        self._sealing_lock = threading.Lock()
         # Its own thread: a seal (~1 s for 20k) must not hold one of the pool's threads,
         # which a reply's keyword search and query embedding wait on.
-        self._sealer = Background("seal")
+        self._sealer = Background("sealing vectors")
 
     def upsert(self, event: EventRecord) -> None:
         self.upsert_many([event])
@@ -406,21 +404,9 @@ class HybridEventStore:
         return wanted
 
     def _seal_later(self, scope: ChatScope, persona_id: str) -> None:
-        key = (scope, persona_id)
-        with self._sealing_lock:
-            if key in self._sealing:
-                return
-            self._sealing.add(key)
-        self._sealer.submit(lambda: self._seal(scope, persona_id))
-
-    def _seal(self, scope: ChatScope, persona_id: str) -> None:
-        try:
-            self.lexical.seal(scope, persona_id)
-        except Exception:  # the vectors stay loose, read by row: slower, never wrong
-            log.warning("sealing the vectors of %s failed", scope.key, exc_info=True)
-        finally:
-            with self._sealing_lock:
-                self._sealing.discard((scope, persona_id))
+        """One seal of a scope at a time; a failed one leaves the vectors loose, read by
+        row (slower, never wrong), and the next read asks again."""
+        self._sealer.submit(lambda: self.lexical.seal(scope, persona_id), (scope, persona_id))
 
     def search_exact(
         self, query: EventQuery, members: ScopeMembers, vector: Sequence[float]

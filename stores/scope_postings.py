@@ -90,7 +90,7 @@ class ScopePostings(HeldScopes[_Held]):
                     return self._keep(key, replace(grown, version=members.version))
         if self._loader is None:
             return self._build(key, members, fetch)
-        self._later(key, lambda: self._build(key, members, fetch), "postings")
+        self._later(key, lambda: self._build(key, members, fetch))
         return None
 
     def _build(self, key: Hashable, members: ScopeMembers, fetch: FetchPostings) -> _Held:

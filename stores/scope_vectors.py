@@ -92,7 +92,7 @@ class ScopeVectors(HeldScopes[_Held]):
                 held = self._held.get(key)
             self._update(key, members, held, _changed(held, members), fetch)
 
-        self._later(key, load, "vectors")
+        self._later(key, load)
 
 
 def nearest(

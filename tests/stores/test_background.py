@@ -43,3 +43,19 @@ def test_a_process_exits_with_work_still_queued() -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          timeout=60)  # fmt: skip
     assert out.returncode == 0 and out.stdout == "exiting\n", out.stderr
+
+
+def test_work_under_a_key_already_pending_is_dropped_until_it_has_run() -> None:
+    """One load or seal of a scope at a time, however many searches ask meanwhile; a
+    failed one frees its key, so the next search asks again."""
+    release, runs = threading.Event(), []
+    background = Background("test")
+    assert background.submit(lambda: (release.wait(30), runs.append("a")), key="g1")
+    assert not background.submit(lambda: runs.append("again"), key="g1")  # queued: dropped
+    assert background.submit(lambda: runs.append("b"), key="g2")
+    release.set()
+    assert background.join(timeout=30) and runs == ["a", "b"]
+    assert background.submit(lambda: 1 / 0, key="g1")  # g1 done: asked again
+    assert background.join(timeout=30)
+    assert background.submit(lambda: runs.append("c"), key="g1")  # the failure freed it
+    assert background.join(timeout=30) and runs == ["a", "b", "c"]
