@@ -92,7 +92,6 @@ def _zero_from(path: Path, start: int) -> None:
             if chunk.count(0) != len(chunk):
                 f.seek(-len(chunk), 1)
                 f.write(bytes(len(chunk)))
-        f.flush()
 
 
 def _vacuum(conn: sqlite3.Connection) -> None:

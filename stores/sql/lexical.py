@@ -269,7 +269,7 @@ class SqlLexicalIndex:
             counts = Counter((m.user_id, m.user_name) for m in members.rows.values())
             rows: Iterable[tuple[str, str, int]] = [(u, n, c) for (u, n), c in counts.items()]
         else:
-            where = _scope_filters(query.scope, self.bot)
+            where = in_scope(EventDocRow, self.bot, query.scope)
             if query.persona_id is not None:
                 where.append(EventDocRow.persona_id == query.persona_id)
             with self.engine.connect() as conn:
@@ -337,7 +337,7 @@ class SqlLexicalIndex:
     def count(self, scope: ChatScope | None = None) -> int:
         query = select(func.count()).select_from(EventDocRow).where(mine(EventDocRow, self.bot))
         if scope is not None:
-            query = query.where(*_scope_filters(scope, self.bot))
+            query = query.where(*in_scope(EventDocRow, self.bot, scope))
         with self.engine.connect() as conn:
             return int(conn.execute(query).scalar_one())
 
@@ -455,10 +455,6 @@ def _term_scope(query: EventQuery, bot: str) -> list[Any]:
     if query.persona_id is not None:
         scope.append(EventTermRow.persona_id == query.persona_id)
     return scope
-
-
-def _scope_filters(scope: ChatScope, bot: str) -> list[Any]:
-    return in_scope(EventDocRow, bot, scope)
 
 
 def _filters(query: EventQuery, bot: str) -> list[Any]:

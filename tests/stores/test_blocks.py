@@ -243,7 +243,6 @@ def test_a_forget_during_a_seal_leaves_no_block_holding_the_vector(
     secret = "阿芳下个月要去冰岛看极光"
     store.upsert_many([event(n) for n in range(1, 4)])
     store.upsert(event(0, user_id="u2", text=secret))
-    forgotten = pack(embeddings.embed_documents([secret])[0])
     entered, release = threading.Event(), threading.Event()
     norms = blocks.code_norms
 
@@ -265,10 +264,7 @@ def test_a_forget_during_a_seal_leaves_no_block_holding_the_vector(
     release.set()
     sealer.join(10)
     forget.join(10)
-    with engine.connect() as conn:
-        rows = conn.execute(select(EventVectorBlockRow.ids, EventVectorBlockRow.vectors)).all()
-    assert rows == [] or all("g1-e0" not in ids and forgotten[4:] not in b for ids, b in rows)
-    assert block_count(engine) == 0  # the chat's block went with the forget
+    assert block_count(engine) == 0  # the chat's block (the secret's vector in it) went too
 
 
 def test_an_event_sealed_twice_is_read_once(
