@@ -70,28 +70,46 @@ def _zero_capacity(index: Path) -> bool:
     header = index / "header.bin"
     if not header.exists():
         return True  # not an index (or one not written yet)
-    raw = header.read_bytes()
-    if len(raw) < HEADER.size:
+    layout = _elements(header)
+    if layout is None:
         return False
-    version, _, _, count, per_element = HEADER.unpack_from(raw)
-    if version != 1 or per_element == 0:
-        return False
-    _zero_from(index / "data_level0.bin", count * per_element)
-    _zero_from(index / "length.bin", count * 4)  # one float32 per element
+    per_element = layout[1]
+
+    def used(size: int) -> Callable[[], int]:
+        # Read again before each write: hnswlib writes the header (the new count) before a
+        # new element's slot, so an element another bot's job adds meanwhile is left alone.
+        return lambda: size * (_elements(header) or layout)[0]
+
+    _zero_from(index / "data_level0.bin", used(per_element))
+    _zero_from(index / "length.bin", used(4))  # one float32 per element
     return True
 
 
-def _zero_from(path: Path, start: int) -> None:
-    """Zero ``path`` from byte ``start`` to its end, writing only chunks that are not zero
-    already (an index's capacity can be large, and mostly is)."""
+def _elements(header: Path) -> tuple[int, int] | None:
+    """(element count, bytes per element) of an index of the known layout."""
+    raw = header.read_bytes()
+    if len(raw) < HEADER.size:
+        return None
+    version, _, _, count, per_element = HEADER.unpack_from(raw)
+    return (count, per_element) if version == 1 and per_element else None
+
+
+def _zero_from(path: Path, used: Callable[[], int]) -> None:
+    """Zero ``path`` past its ``used()`` bytes, a chunk at a time, writing only what is not
+    zero already (an index's capacity can be large, and mostly is)."""
     if not path.exists():
         return
     with path.open("r+b") as f:
-        f.seek(start)
+        at = used()
+        f.seek(at)
         while chunk := f.read(CHUNK):
-            if chunk.count(0) != len(chunk):
-                f.seek(-len(chunk), 1)
-                f.write(bytes(len(chunk)))
+            end = at + len(chunk)
+            floor = max(at, used())
+            if floor < end and chunk[floor - at :].count(0) != end - floor:
+                f.seek(floor)
+                f.write(bytes(end - floor))
+            at = end
+            f.seek(at)
 
 
 def _vacuum(conn: sqlite3.Connection) -> None:

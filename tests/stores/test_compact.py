@@ -152,3 +152,37 @@ def test_an_index_file_that_cannot_be_written_is_reported_not_raised(tmp_path: P
     said = compact.purge_chroma(path / "chroma.sqlite3")
     assert said.startswith("log purged, compacted; index capacity not zeroed in")
     assert index.name in said and said.endswith("run groupmind compact")
+
+
+def test_an_element_written_while_zeroing_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another bot's memory job on the same server can add an element while forget zeroes
+    the capacity: hnswlib writes the new count to the header, then the element's slot.
+    The count is read again before each chunk, so the new slot is not zeroed."""
+    index, per, capacity, count = tmp_path / "idx", 64, 8, 3
+    index.mkdir()
+
+    def header(n: int) -> None:
+        (index / "header.bin").write_bytes(compact.HEADER.pack(1, 0, capacity, n, per) + bytes(60))
+
+    header(count)
+    (index / "data_level0.bin").write_bytes(b"\xab" * per * capacity)  # never cleared
+    monkeypatch.setattr(compact, "CHUNK", per)  # a chunk a slot
+    reads, elements = [], compact._elements
+
+    def written_meanwhile(path: Path) -> tuple[int, int] | None:
+        reads.append(path)
+        if len(reads) == 3:  # the job adds element 3 as the first chunk is about to go
+            header(count + 1)
+            with (index / "data_level0.bin").open("r+b") as f:
+                f.seek(count * per)
+                f.write(b"\xcd" * per)
+        return elements(path)
+
+    monkeypatch.setattr(compact, "_elements", written_meanwhile)
+    assert compact._zero_capacity(index)
+    data = (index / "data_level0.bin").read_bytes()
+    assert data[: count * per] == b"\xab" * per * count  # in use before: untouched
+    assert data[count * per : (count + 1) * per] == b"\xcd" * per  # added meanwhile: kept
+    assert data[(count + 1) * per :] == bytes(per * (capacity - count - 1))
