@@ -21,6 +21,8 @@ bridge's messages/s end to end, as a `groupmind onebot` process answers a burst 
 protocol stand-in, and until its own worker has remembered them (benchmarks/bridge_rate.py).
 And whether int8 vectors keep exact search's rankings, on LoCoMo (benchmarks/packed_recall.py).
 And what claiming a job costs behind 0, 50k and 200k finished ones (benchmarks/claims.py).
+And what one Chroma server takes in upserts, from one writer and from two at once
+(benchmarks/chroma_writes.py).
 
     make bench-scale                                 # 1k, 10k, 100k, 1M; workers 1/2/4
     make bench-scale ARGS="--scales 1000 10000 --jobs 120"
@@ -54,6 +56,8 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.bridge_rate import bridge_rate
+from benchmarks.chroma_writes import chroma_writes
+from benchmarks.chroma_writes import rows as chroma_write_rows
 from benchmarks.claims import claim_cost
 from benchmarks.common import machine, pct, process_cpu_s
 from benchmarks.latency import USERS, pool, populate
@@ -357,6 +361,16 @@ def print_report(report: dict[str, Any]) -> None:
                     f"{ceiling[1]} cores busy, so N such workers can reach at most "
                     f"{ceiling[1] / ceiling[0]:.2f}× one here"
                 )
+    if writes := report.get("chroma_writes"):
+        t = Table(
+            title="one Chroma server's upserts (client processes; a memory job makes one of 1)"
+        )
+        for col in ("events a call", "clients", "calls", "events/s", "× one client",
+                    "call p50 / p95 ms"):  # fmt: skip
+            t.add_column(col, justify="right")
+        for row in chroma_write_rows(writes):
+            t.add_row(*row)
+        console.print(t)
     if claims := report.get("claims"):
         t = Table(title=f"claiming a job ({len(claims[0]['claim_ms'])} claims after N done jobs)")
         for col in ("SQL", "done jobs", "claim p50 / p95 ms"):
@@ -453,6 +467,8 @@ def main() -> None:
     parser.add_argument("--backends", nargs="*", default=["sqlite", "postgresql"])
     parser.add_argument("--claim-history", type=int, nargs="*", default=[0, 50_000, 200_000],
                         help="done jobs in the queue before 100 claims are timed; none: skip")  # fmt: skip
+    parser.add_argument("--chroma-writes", type=int, default=300,
+                        help="upserts a Chroma writer makes (1 and 2 at once); 0: skip")  # fmt: skip
     parser.add_argument("--bridge-messages", type=int, default=600, help="0: no bridge run")
     parser.add_argument("--bridge-chats", type=int, default=20)
     parser.add_argument("--packed-recall", type=int, default=10,
@@ -476,11 +492,11 @@ def main() -> None:
     if args.smoke:
         args.scales, args.searches, args.replies = [300, 1200], 20, 10
         args.workers, args.jobs, args.backends, args.threads = [1, 2], 12, ["sqlite"], [1, 2]
-        args.claim_history = [0, 2_000]
+        args.claim_history, args.chroma_writes = [0, 2_000], 10
         args.bridge_messages, args.bridge_chats, args.packed_recall = 40, 4, 1
     console.print(f"[bold]groupmind at scale[/bold] on {machine()}")
     report: dict[str, Any] = {"machine": machine(), "scales": [], "workers": [], "bridge": None,
-                              "packed": None, "claims": []}  # fmt: skip
+                              "packed": None, "claims": [], "chroma_writes": []}  # fmt: skip
     for n in args.scales:
         console.print(f"{n:,} events over {chats_for(n):,} chats ...")
         report["scales"].append(one_scale(n, args.work_dir, args.searches, args.replies))
@@ -489,6 +505,11 @@ def main() -> None:
         report["workers"] = throughput(
             args.work_dir, tuple(args.workers), args.jobs, args.backends, args.threads
         )
+    if args.chroma_writes:
+        console.print("one Chroma server's writes, one writer and two ...")
+        (args.work_dir / "chroma-writes").mkdir(parents=True, exist_ok=True)
+        with chroma_server(args.work_dir / "chroma-writes") as port:
+            report["chroma_writes"] = chroma_writes(port, args.chroma_writes)
     if args.claim_history:
         console.print("claiming a job as finished jobs pile up ...")
         report["claims"] = claim_cost(args.work_dir, args.claim_history, args.backends)

@@ -130,6 +130,10 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
         ("sqlite", 0, 100),
         ("sqlite", 2_000, 100),
     ]
+    # one Chroma server's writes: one writer, then two at once; every event stored
+    writes = [(w["batch"], w["clients"], w["calls"], w["stored"]) for w in found["chroma_writes"]]
+    assert writes == [(1, 1, 10, 10), (1, 2, 20, 20), (8, 1, 10, 80), (8, 2, 20, 160)]
+    assert all(w["items_per_s"] > 0 for w in found["chroma_writes"])
     workers = {(r["backend"], r["threads"], r["workers"]): r for r in found["workers"]}
     assert set(workers) == {("sqlite", t, w) for t in (1, 2) for w in (1, 2)}
     for run in workers.values():  # every queued job ran, once, whichever process took it

@@ -1,0 +1,112 @@
+"""What one Chroma server takes in writes, and whether two writers get twice as much.
+
+Each memory job ends in one Chroma upsert of one event. Here client processes upsert into
+one collection of a Chroma server as a job does (a 384-dim vector, the text, the scope
+metadata; the collection configured as the store's), one event a call or several, one
+client then two at once. Part of ``make bench-scale``: it tells how much of the memory
+workers' scaling the shared Chroma server allows.
+
+    .venv/bin/python -m benchmarks.chroma_writes --port 8000 --calls 300
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import pct
+from stores.chroma import SYNC_THRESHOLD
+
+TEXT = "小明说他周末要去杭州看西湖，顺便见见老朋友阿强，记得带伞"
+DIM = 384
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "ANONYMIZED_TELEMETRY": "False"}
+
+
+def chroma_writes(port: int, calls: int, batches: tuple[int, ...] = (1, 8)) -> list[dict[str, Any]]:
+    """Per items a call and clients (1, then 2 at once): items/s, each call's ms, and how
+    many events the collection holds after it."""
+    import chromadb
+
+    out = []
+    for batch in batches:
+        for clients in (1, 2):
+            name = f"writes-{batch}-{clients}-{uuid.uuid4().hex[:6]}"
+            cmd = [sys.executable, "-m", "benchmarks.chroma_writes", "--port", str(port),
+                   "--calls", str(calls), "--batch", str(batch), "--collection", name]  # fmt: skip
+            procs = [
+                subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
+                for _ in range(clients)
+            ]
+            runs = []
+            for proc in procs:
+                stdout, _ = proc.communicate()
+                if proc.returncode:
+                    raise RuntimeError(f"a Chroma writer failed (exit {proc.returncode})")
+                runs.append(json.loads(stdout))
+            span = max(r["end"] for r in runs) - min(r["start"] for r in runs)
+            call_ms = [ms for r in runs for ms in r["call_ms"]]
+            stored = chromadb.HttpClient(host="127.0.0.1", port=port).get_collection(name).count()
+            out.append({"batch": batch, "clients": clients, "calls": len(call_ms),
+                        "stored": stored - 1,  # the warm-up event, written once by every client
+                        "items_per_s": batch * len(call_ms) / span, "call_ms": call_ms})  # fmt: skip
+    return out
+
+
+def _client(port: int, calls: int, batch: int, collection: str) -> dict[str, Any]:
+    import chromadb
+
+    client = chromadb.HttpClient(host="127.0.0.1", port=port)
+    col = client.get_or_create_collection(
+        collection,
+        metadata={"hnsw:space": "cosine"},
+        configuration={"hnsw": {"sync_threshold": SYNC_THRESHOLD}},
+    )
+    rng = random.Random(collection)
+    meta = {"scope_key": "qq:group:1001", "chat_key": "qq:group:1001", "user_id": "u1", "ts": 1.0}
+    col.upsert(ids=["warm-up"], embeddings=[[rng.random() for _ in range(DIM)]], documents=[TEXT])
+    call_ms, start = [], time.time()
+    for _ in range(calls):
+        ids = [uuid.uuid4().hex for _ in range(batch)]
+        vectors = [[rng.random() for _ in range(DIM)] for _ in range(batch)]
+        t0 = time.perf_counter()
+        col.upsert(ids=ids, embeddings=vectors, documents=[TEXT] * batch, metadatas=[meta] * batch)
+        call_ms.append((time.perf_counter() - t0) * 1000)
+    return {"start": start, "end": time.time(), "call_ms": call_ms}
+
+
+def rows(runs: list[dict[str, Any]]) -> list[list[str]]:
+    """Table rows: items a call, clients, calls, items/s, × one client, call p50 / p95 ms."""
+    one = {r["batch"]: r["items_per_s"] for r in runs if r["clients"] == 1}
+    return [
+        [str(r["batch"]), str(r["clients"]), str(r["calls"]), f"{r['items_per_s']:.0f}",
+         f"{r['items_per_s'] / one[r['batch']]:.2f}",
+         f"{pct(r['call_ms'], 50):.1f} / {pct(r['call_ms'], 95):.1f}"]
+        for r in runs
+    ]  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--calls", type=int, default=300)
+    parser.add_argument("--batch", type=int, help="one client's run (what chroma_writes starts)")
+    parser.add_argument("--collection", default="writes")
+    args = parser.parse_args()
+    if args.batch:
+        print(json.dumps(_client(args.port, args.calls, args.batch, args.collection)))
+        return
+    for row in rows(chroma_writes(args.port, args.calls)):
+        print("  ".join(row))
+
+
+if __name__ == "__main__":
+    main()
