@@ -234,13 +234,15 @@ def postgres() -> Iterator[tuple[str, str]]:
         yield urls["gm_scale_sql"], urls["gm_scale_ckpt"]
 
 
-def drain(env: dict[str, str], workers: int, count: int) -> dict[str, Any]:
-    """Queue ``count`` jobs, then run ``workers`` worker processes until the queue is empty."""
+def drain(env: dict[str, str], workers: int, count: int, pin: bool = False) -> dict[str, Any]:
+    """Queue ``count`` jobs, then run ``workers`` worker processes until the queue is empty;
+    ``pin``: worker i on core i (mod cores), started by ``taskset -c i``."""
     runtime = build_runtime(Settings(_env_file=None, **settings_of(env)))  # type: ignore[call-arg]
     worker = runtime.memory_worker()
     for job in jobs(count):
         worker.submit({**job, "request_id": f"{job['request_id']}-{uuid.uuid4().hex[:6]}"})
     cmd = [str(Path(sys.executable).parent / "groupmind"), "worker", "--once"]
+    cores = os.cpu_count() or 1
     # Where the cores go: the workers (reaped children), the Chroma server, the machine.
     chroma0 = sum(map(process_cpu_s, CHROMA_PIDS))
     children0 = _children_cpu_s()
@@ -253,9 +255,14 @@ def drain(env: dict[str, str], workers: int, count: int) -> dict[str, Any]:
         outs = [files.enter_context(tempfile.TemporaryFile("w+")) for _ in range(workers)]
         procs = [
             subprocess.Popen(
-                cmd, env=env, stdout=out, stderr=subprocess.DEVNULL, text=True, cwd=ROOT
-            )
-            for out in outs
+                (["taskset", "-c", str(i % cores)] if pin else []) + cmd,
+                env=env,
+                stdout=out,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                cwd=ROOT,
+            )  # fmt: skip
+            for i, out in enumerate(outs)
         ]
         for proc in procs:
             proc.wait()
@@ -273,7 +280,7 @@ def drain(env: dict[str, str], workers: int, count: int) -> dict[str, Any]:
     rows = runtime.board.list("done", count + 10)
     finished = sorted(r.updated_at for r in rows)
     span = finished[-1] - finished[0] if len(finished) > 1 else float("nan")
-    return {"workers": workers, "jobs": len(finished), "statuses": statuses,
+    return {"workers": workers, "pinned": pin, "jobs": len(finished), "statuses": statuses,
             "jobs_per_s": (len(finished) - 1) / span if span else float("nan"), "cpu": cpu}  # fmt: skip
 
 
@@ -293,7 +300,12 @@ def settings_of(env: dict[str, str]) -> dict[str, Any]:
 
 
 def throughput(
-    work: Path, counts: tuple[int, ...], per_run: int, backends: list[str], threads: list[int]
+    work: Path,
+    counts: tuple[int, ...],
+    per_run: int,
+    backends: list[str],
+    threads: list[int],
+    pin: bool = False,
 ) -> list[Any]:
     """Per backend, threads a worker (``WORKER_THREADS``) and number of worker processes:
     jobs/s and where the CPU went."""
@@ -312,7 +324,7 @@ def throughput(
             if pg:
                 env |= {"GROUPMIND_SQL_URL": pg[0], "GROUPMIND_CHECKPOINTER": "postgres",
                         "GROUPMIND_CHECKPOINT_URL": pg[1]}  # fmt: skip
-            result = {"backend": backend, "threads": each, **drain(env, workers, per_run)}
+            result = {"backend": backend, "threads": each, **drain(env, workers, per_run, pin)}
         console.print(f"  {backend}, {workers} worker(s) of {each} thread(s): "
                       f"{result['jobs_per_s']:.1f} jobs/s")  # fmt: skip
         out.append(result)
@@ -344,7 +356,8 @@ def print_report(report: dict[str, Any]) -> None:
         )  # fmt: skip
     console.print(table)
     if report["workers"]:
-        t = Table(title="memory worker throughput (rule jobs; Chroma server)")
+        pinned = ", worker i on core i" if any(r.get("pinned") for r in report["workers"]) else ""
+        t = Table(title=f"memory worker throughput (rule jobs; Chroma server{pinned})")
         for col in ("SQL + checkpoints", "threads a worker", "workers", "jobs", "jobs/s",
                     "× one worker", "cores busy", "CPU ms a job: workers / Chroma / rest"):  # fmt: skip
             t.add_column(col, justify="right")
@@ -464,6 +477,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=240, help="jobs per worker run")
     parser.add_argument("--threads", type=int, nargs="*", default=[1, 4],
                         help="threads a worker process runs jobs on (WORKER_THREADS)")  # fmt: skip
+    parser.add_argument("--pin", action="store_true",
+                        help="worker i on core i (mod cores), each started by taskset")  # fmt: skip
     parser.add_argument("--backends", nargs="*", default=["sqlite", "postgresql"])
     parser.add_argument("--claim-history", type=int, nargs="*", default=[0, 50_000, 200_000],
                         help="done jobs in the queue before 100 claims are timed; none: skip")  # fmt: skip
@@ -502,8 +517,10 @@ def main() -> None:
         report["scales"].append(one_scale(n, args.work_dir, args.searches, args.replies))
     if args.workers:
         console.print("worker throughput ...")
+        if args.pin and not shutil.which("taskset"):
+            raise SystemExit("--pin starts the workers with taskset (util-linux): not found")
         report["workers"] = throughput(
-            args.work_dir, tuple(args.workers), args.jobs, args.backends, args.threads
+            args.work_dir, tuple(args.workers), args.jobs, args.backends, args.threads, args.pin
         )
     if args.chroma_writes:
         console.print("one Chroma server's writes, one writer and two ...")

@@ -113,7 +113,7 @@ def test_bench_model_smoke(llama_server: str) -> None:
 
 def test_bench_scale_smoke(tmp_path: Path) -> None:
     needs(SHARED_DATA / "locomo" / "locomo10.json")  # int8 against float32 rankings
-    out = bench("scale", "--smoke", "--work-dir", str(tmp_path / "w"),
+    out = bench("scale", "--smoke", "--pin", "--work-dir", str(tmp_path / "w"),
                 "--out", str(tmp_path / "out"))  # fmt: skip
     found = report(tmp_path / "out", "scale-*.json")
     assert [r["events"] for r in found["scales"]] == [300, 1200]
@@ -138,6 +138,7 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
     assert set(workers) == {("sqlite", t, w) for t in (1, 2) for w in (1, 2)}
     for run in workers.values():  # every queued job ran, once, whichever process took it
         assert run["jobs"] == 12 and sum(run["statuses"].values()) == 12, run
+        assert run["pinned"]  # each worker started on a core of its own (taskset)
         assert run["jobs_per_s"] > 0
     packed = found["packed"]  # int8 against float32 on one LoCoMo conversation
     assert packed["conversations"] == 1 and packed["questions"] > 50
