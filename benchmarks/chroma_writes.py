@@ -46,12 +46,10 @@ def chroma_writes(port: int, calls: int, batches: tuple[int, ...] = (1, 8)) -> l
                 subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
                 for _ in range(clients)
             ]
-            runs = []
-            for proc in procs:
-                stdout, _ = proc.communicate()
-                if proc.returncode:
-                    raise RuntimeError(f"a Chroma writer failed (exit {proc.returncode})")
-                runs.append(json.loads(stdout))
+            outputs = [proc.communicate()[0] for proc in procs]  # every writer ends first
+            if failed := [proc.returncode for proc in procs if proc.returncode]:
+                raise RuntimeError(f"a Chroma writer failed (exit {failed[0]})")
+            runs = [json.loads(stdout) for stdout in outputs]
             span = max(r["end"] for r in runs) - min(r["start"] for r in runs)
             call_ms = [ms for r in runs for ms in r["call_ms"]]
             stored = chromadb.HttpClient(host="127.0.0.1", port=port).get_collection(name).count()

@@ -261,7 +261,7 @@ def drain(env: dict[str, str], workers: int, count: int, pin: bool = False) -> d
                 stderr=subprocess.DEVNULL,
                 text=True,
                 cwd=ROOT,
-            )  # fmt: skip
+            )
             for i, out in enumerate(outs)
         ]
         for proc in procs:
