@@ -384,6 +384,11 @@ def print_report(report: dict[str, Any]) -> None:
         for row in chroma_write_rows(writes):
             t.add_row(*row)
         console.print(t)
+        alone = max(w["items_per_s"] for w in writes if w["batch"] == 1)
+        console.print(
+            f"  one event a call, the server took {alone:.0f}/s at best: the memory jobs "
+            "of every worker that shares it, at most that many a second here"
+        )
     if claims := report.get("claims"):
         t = Table(title=f"claiming a job ({len(claims[0]['claim_ms'])} claims after N done jobs)")
         for col in ("SQL", "done jobs", "claim p50 / p95 ms"):
