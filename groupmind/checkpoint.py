@@ -136,6 +136,8 @@ def _postgres(url: str, size: int) -> BaseCheckpointSaver[str]:
     from psycopg.rows import dict_row
     from psycopg_pool import ConnectionPool
 
+    from stores.sql.ping import CheckWhenIdle
+
     url = url.replace("postgresql+psycopg://", "postgresql://")
     pool: ConnectionPool[Any] = ConnectionPool(
         url,
@@ -148,7 +150,7 @@ def _postgres(url: str, size: int) -> BaseCheckpointSaver[str]:
             # Commits wait for the disk: with synchronous_commit=off (tried: ~5 % more jobs
             # a second), a crash of the server could bring back a thread forget had deleted.
         },
-        check=ConnectionPool.check_connection,
+        check=CheckWhenIdle(),
         open=True,
     )
     # The tables are made over a connection of their own, with the lock held on it: a

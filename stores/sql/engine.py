@@ -14,6 +14,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from domain.limits import DEFAULTS
+from stores.sql.ping import ping_when_idle
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 _PG_MIGRATION_LOCK = 0x67726F75  # any constant: one migrator at a time per database
@@ -23,7 +24,8 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     """An engine with the settings these stores rely on.
 
     SQLite: WAL (readers never wait for the writer), a busy timeout (writers queue instead
-    of failing), foreign keys on. PostgreSQL: psycopg 3, pre-ping for long-lived workers.
+    of failing), foreign keys on. PostgreSQL: psycopg 3; a connection idle a while is
+    pinged before use (stores/sql/ping.py).
     Errors and logs never carry a statement's parameters (they are what people said).
     """
     kwargs.setdefault("hide_parameters", True)
@@ -47,7 +49,9 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         return engine
     if parsed.get_backend_name() == "postgresql" and parsed.drivername == "postgresql":
         url = parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
-    return create_engine(url, pool_pre_ping=True, **kwargs)
+    engine = create_engine(url, **kwargs)
+    ping_when_idle(engine)
+    return engine
 
 
 _IN_PROCESS = threading.Lock()  # Alembic's context is module-global: one upgrade at a time
