@@ -43,7 +43,9 @@ def ping_when_idle(engine: Engine) -> None:
 
 class CheckWhenIdle:
     """psycopg_pool's ``check``: ``ConnectionPool.check_connection`` for a connection last
-    handed out long ago, nothing for one handed out a moment ago."""
+    handed out long ago or never (the pool opens connections ahead of use), nothing for
+    one handed out a moment ago. SQLAlchemy's pool connects on demand, so a connection it
+    has never handed out is new, and is not pinged."""
 
     def __init__(self) -> None:
         self._handed_out: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
