@@ -28,6 +28,7 @@ And what one Chroma server takes in upserts, from one writer and from two at onc
     make bench-scale ARGS="--scales 1000 10000 --jobs 120"
     make bench-scale ARGS="--smoke"                  # what `make test` runs
     make bench-scale ARGS="--scales --workers --bridge-messages 0"   # int8 recall alone
+    make bench-scale ARGS="--scales --workers 1 2 --threads 1 --pin"  # worker i on core i
     make bench-scale ARGS="--from-report bench-results/scale-X.json --plot docs/bench-scale.svg"
 """
 
