@@ -5,15 +5,12 @@ the search is answered from the store (dropped when the process exits: ``stores.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, Protocol, TypeVar
 
 from stores.background import Background
-
-log = logging.getLogger(__name__)
 
 
 class _Sized(Protocol):

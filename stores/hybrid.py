@@ -17,7 +17,6 @@ narrowed to the scope's ids from SQL (its metadata filter costs ~60 ms at 200k e
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections import OrderedDict, defaultdict
@@ -45,7 +44,6 @@ from stores.fusion import Fusion, Weights
 from stores.people import Focus, People, focus_of
 from stores.scope_vectors import ScopeVectors, best, unit, unit_rows
 
-log = logging.getLogger(__name__)
 SESSION_GAP_S = 1800  # memories this close in time are one session, for diversity
 # Above this a scope is searched with Chroma's own metadata filter (~900 ms in a chat of
 # 20k among 1M events, against ~12 ms held); listing 20k ids costs ~13 ms, once.
