@@ -5,6 +5,7 @@ next statement once (then is replaced) when it was handed out a moment ago."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import psycopg
@@ -37,38 +38,38 @@ def _sql_pid(engine: Engine) -> int:
 
 
 @pytest.fixture
-def admin(pg_database: str) -> Any:
+def admin(pg_database: str) -> Iterator[Engine]:
     engine = create_engine(pg_database.replace("postgresql://", "postgresql+psycopg://"))
     yield engine
     engine.dispose()
 
 
-def test_sqlalchemy_an_idle_connection_killed_by_the_server_is_replaced_unseen(
-    pg_database: str, admin: Engine
-) -> None:
+@pytest.fixture
+def one_conn(pg_database: str) -> Iterator[Engine]:
+    """The stores' engine with a pool of one connection: every use hands out the same."""
     engine = make_engine(pg_database, pool_size=1, max_overflow=0)
-    try:
-        first = _sql_pid(engine)
-        _kill(admin, first)
-        time.sleep(IDLE)
-        assert _sql_pid(engine) != first  # pinged, found dead, connected anew
-    finally:
-        engine.dispose()
+    yield engine
+    engine.dispose()
+
+
+def test_sqlalchemy_an_idle_connection_killed_by_the_server_is_replaced_unseen(
+    one_conn: Engine, admin: Engine
+) -> None:
+    first = _sql_pid(one_conn)
+    _kill(admin, first)
+    time.sleep(IDLE)
+    assert _sql_pid(one_conn) != first  # pinged, found dead, connected anew
 
 
 def test_sqlalchemy_a_connection_used_a_moment_ago_is_not_pinged(
-    pg_database: str, admin: Engine
+    one_conn: Engine, admin: Engine
 ) -> None:
-    engine = make_engine(pg_database, pool_size=1, max_overflow=0)
-    try:
-        _sql_pid(engine)
-        first = _sql_pid(engine)  # handed out twice: the second time was not pinged
-        _kill(admin, first)
-        with pytest.raises(OperationalError):
-            _sql_pid(engine)  # no ping: the statement itself meets the dead backend
-        assert _sql_pid(engine) != first  # and the pool has let it go
-    finally:
-        engine.dispose()
+    _sql_pid(one_conn)
+    first = _sql_pid(one_conn)  # handed out twice: the second time was not pinged
+    _kill(admin, first)
+    with pytest.raises(OperationalError):
+        _sql_pid(one_conn)  # no ping: the statement itself meets the dead backend
+    assert _sql_pid(one_conn) != first  # and the pool has let it go
 
 
 def _pool_pid(pool: ConnectionPool[Any]) -> int:
