@@ -243,7 +243,7 @@ def drain(env: dict[str, str], workers: int, count: int, pin: bool = False) -> d
     for job in jobs(count):
         worker.submit({**job, "request_id": f"{job['request_id']}-{uuid.uuid4().hex[:6]}"})
     cmd = [str(Path(sys.executable).parent / "groupmind"), "worker", "--once"]
-    cores = os.cpu_count() or 1
+    ncores = os.cpu_count() or 1
     # Where the cores go: the workers (reaped children), the Chroma server, the machine.
     chroma0 = sum(map(process_cpu_s, CHROMA_PIDS))
     children0 = _children_cpu_s()
@@ -256,7 +256,7 @@ def drain(env: dict[str, str], workers: int, count: int, pin: bool = False) -> d
         outs = [files.enter_context(tempfile.TemporaryFile("w+")) for _ in range(workers)]
         procs = [
             subprocess.Popen(
-                (["taskset", "-c", str(i % cores)] if pin else []) + cmd,
+                (["taskset", "-c", str(i % ncores)] if pin else []) + cmd,
                 env=env,
                 stdout=out,
                 stderr=subprocess.DEVNULL,
@@ -265,6 +265,7 @@ def drain(env: dict[str, str], workers: int, count: int, pin: bool = False) -> d
             )
             for i, out in enumerate(outs)
         ]
+        cores = [_cores(proc) for proc in procs]
         for proc in procs:
             proc.wait()
         wall = time.monotonic() - t0
@@ -281,8 +282,23 @@ def drain(env: dict[str, str], workers: int, count: int, pin: bool = False) -> d
     rows = runtime.board.list("done", count + 10)
     finished = sorted(r.updated_at for r in rows)
     span = finished[-1] - finished[0] if len(finished) > 1 else float("nan")
-    return {"workers": workers, "pinned": pin, "jobs": len(finished), "statuses": statuses,
-            "jobs_per_s": (len(finished) - 1) / span if span else float("nan"), "cpu": cpu}  # fmt: skip
+    return {"workers": workers, "pinned": pin, "cores": cores, "jobs": len(finished),
+            "statuses": statuses, "cpu": cpu,
+            "jobs_per_s": (len(finished) - 1) / span if span else float("nan")}  # fmt: skip
+
+
+def _cores(proc: subprocess.Popen[str], timeout_s: float = 30) -> list[int]:
+    """The cores a worker process may run on, read once it is the worker (``taskset`` sets
+    them before it starts the worker); [] if it ended first."""
+    deadline = time.monotonic() + timeout_s
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{proc.pid}/comm").read_text().strip() == "groupmind":
+                return sorted(os.sched_getaffinity(proc.pid))
+        except OSError:
+            break
+        time.sleep(0.01)
+    return []
 
 
 def _children_cpu_s() -> float:

@@ -138,7 +138,8 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
     assert set(workers) == {("sqlite", t, w) for t in (1, 2) for w in (1, 2)}
     for run in workers.values():  # every queued job ran, once, whichever process took it
         assert run["jobs"] == 12 and sum(run["statuses"].values()) == 12, run
-        assert run["pinned"]  # each worker started on a core of its own (taskset)
+        # each worker ran on a core of its own (read from the running process)
+        assert run["pinned"] and run["cores"] == [[i] for i in range(run["workers"])], run
         assert run["jobs_per_s"] > 0
     packed = found["packed"]  # int8 against float32 on one LoCoMo conversation
     assert packed["conversations"] == 1 and packed["questions"] > 50
