@@ -25,6 +25,7 @@ from domain.scope import ChatScope
 from stores.base import Sealed
 from stores.packed import HEADER
 from stores.sql.covered import chunks, in_scope, mine
+from stores.sql.engine import reads
 from stores.sql.schema import EventDocRow, EventVectorBlockRow
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,7 @@ class VectorBlocks:
 
     def __init__(self, engine: Engine, bot: str) -> None:
         self.engine = engine
+        self.reads = reads(engine)  # single reads: no transaction (stores/sql/engine.py)
         self.bot = bot
 
     def read(self, scope: ChatScope, persona_id: str | None, wanted: Mapping[str, float]) -> Sealed:
@@ -51,7 +53,7 @@ class VectorBlocks:
             EventVectorBlockRow.norms,
             EventVectorBlockRow.vectors,
         ).where(*in_scope(EventVectorBlockRow, self.bot, scope, persona_id))
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             rows = conn.execute(query).all()
         ids: list[str] = []
         codes: list[np.ndarray] = []
@@ -95,7 +97,7 @@ class VectorBlocks:
         many were sealed. Another process sealing the same scope at once: one of them
         stops at the first block both wrote (the key is the scope and a sequence)."""
         where = in_scope(EventVectorBlockRow, self.bot, scope, persona_id)
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             members = dict(
                 conn.execute(
                     select(EventDocRow.id, EventDocRow.indexed_at).where(
@@ -188,7 +190,7 @@ class VectorBlocks:
 
     def seal_all(self) -> int:
         """Seal every scope with a block's worth of events (``groupmind compact``)."""
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             scopes = conn.execute(
                 select(*(getattr(EventDocRow, c) for c in SCOPE))
                 .where(mine(EventDocRow, self.bot))

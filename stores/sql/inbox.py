@@ -11,6 +11,7 @@ from sqlalchemy.exc import IntegrityError
 
 from domain.scope import ChatScope, ForgetTarget
 from stores.sql.covered import covered, mine, tenant
+from stores.sql.engine import reads
 from stores.sql.schema import RunInboxRow
 
 
@@ -19,6 +20,7 @@ class SqlRunInbox:
 
     def __init__(self, engine: Engine, *, bot: str) -> None:
         self.engine = engine
+        self.reads = reads(engine)  # single reads: no transaction (stores/sql/engine.py)
         self.bot = tenant(bot)
 
     def put(self, thread_id: str, message: dict[str, Any], *, scope: ChatScope) -> None:
@@ -46,7 +48,7 @@ class SqlRunInbox:
             .where(mine(RunInboxRow, self.bot), RunInboxRow.thread_id == thread_id)
             .order_by(RunInboxRow.received_at)
         )
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             return [dict(p) for p in conn.execute(query).scalars()]
 
     def take(self, thread_id: str, message_ids: Sequence[str]) -> None:

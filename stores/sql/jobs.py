@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from domain.scope import ChatScope, ForgetTarget
 from stores.base import Clock, JobRow, JobStatus, Said
 from stores.sql.covered import covered, mine, tenant
+from stores.sql.engine import reads
 from stores.sql.schema import MemoryJobRow
 
 _CLAIM_TRIES = 20
@@ -30,6 +31,7 @@ class SqlJobQueue:
 
     def __init__(self, engine: Engine, *, bot: str, clock: Clock = time.time) -> None:
         self.engine = engine
+        self.reads = reads(engine)  # single reads: no transaction (stores/sql/engine.py)
         self.bot = tenant(bot)
         self.clock = clock
 
@@ -94,7 +96,7 @@ class SqlJobQueue:
         where = [mine(MemoryJobRow, self.bot)]
         if request_id is not None:
             where.append(MemoryJobRow.request_id == request_id)
-        return claim(self.engine, self.clock, worker, lease_s, where)
+        return claim(self.engine, self.reads, self.clock, worker, lease_s, where)
 
     def renew(self, request_id: str, worker: str, *, lease_s: float) -> bool:
         """Extend a running job's lease (a worker's heartbeat); False when it holds it no more."""
@@ -138,12 +140,12 @@ class SqlJobQueue:
             )
 
     def get(self, request_id: str) -> JobRow | None:
-        with Session(self.engine) as s:
+        with Session(self.reads) as s:
             row = s.scalars(select(MemoryJobRow).where(*self._key(request_id))).first()
             return None if row is None else _to_job(row)
 
     def counts(self) -> dict[str, int]:
-        return counts(self.engine, [mine(MemoryJobRow, self.bot)])
+        return counts(self.reads, [mine(MemoryJobRow, self.bot)])
 
     def forget(self, target: ForgetTarget, *, running: bool = False) -> list[JobRow]:
         where = covered(MemoryJobRow, target, self.bot)
@@ -158,7 +160,7 @@ class SqlJobQueue:
         """Jobs the target covers (with ``everyone``: of anyone in its chats) that a live
         worker holds right now."""
         where = [*covered(MemoryJobRow, target, self.bot, everyone=everyone), self._held()]
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             return list(conn.execute(select(MemoryJobRow.request_id).where(*where)).scalars())
 
     def scrub(self, target: ForgetTarget, said: Said) -> list[str]:
@@ -182,7 +184,7 @@ class SqlJobQueue:
         return (MemoryJobRow.status == "running") & (MemoryJobRow.lease_until >= self.clock())
 
     def list(self, status: JobStatus | None = None, limit: int = 50) -> list[JobRow]:
-        return listed(self.engine, [mine(MemoryJobRow, self.bot)], status, limit)
+        return listed(self.reads, [mine(MemoryJobRow, self.bot)], status, limit)
 
 
 class SqlJobBoard:
@@ -191,29 +193,31 @@ class SqlJobBoard:
 
     def __init__(self, engine: Engine, *, clock: Clock = time.time) -> None:
         self.engine = engine
+        self.reads = reads(engine)
         self.clock = clock
 
     def queue(self, bot: str) -> SqlJobQueue:
         return SqlJobQueue(self.engine, bot=bot, clock=self.clock)
 
     def claim(self, worker: str, *, lease_s: float) -> JobRow | None:
-        return claim(self.engine, self.clock, worker, lease_s, [])
+        return claim(self.engine, self.reads, self.clock, worker, lease_s, [])
 
     def counts(self) -> dict[str, int]:
-        return counts(self.engine, [])
+        return counts(self.reads, [])
 
     def list(self, status: JobStatus | None = None, limit: int = 50) -> list[JobRow]:
-        return listed(self.engine, [], status, limit)
+        return listed(self.reads, [], status, limit)
 
 
 def claim(
-    engine: Engine, clock: Clock, worker: str, lease_s: float, where: list[Any]
+    engine: Engine, read: Engine, clock: Clock, worker: str, lease_s: float, where: list[Any]
 ) -> JobRow | None:
     """Take the next due job among those ``where`` admits (or a running one whose lease ran
-    out): a compare-and-set, so two workers never take the same job."""
+    out): a compare-and-set, so two workers never take the same job. ``read``: the engine
+    for its reads (``stores.sql.engine.reads``)."""
     for _ in range(_CLAIM_TRIES):
         now = clock()
-        found = _next_due(engine, now, where)
+        found = _next_due(read, now, where)
         if found is None:
             return None
         key = (MemoryJobRow.bot_id == found.bot_id, MemoryJobRow.request_id == found.request_id)
@@ -234,7 +238,7 @@ def claim(
                 )
             ).rowcount
         if won == 1:
-            with Session(engine) as s:
+            with Session(read) as s:
                 row = s.scalars(select(MemoryJobRow).where(*key)).first()
                 return None if row is None else _to_job(row)
     return None
@@ -257,7 +261,7 @@ _DUE = (
 )
 
 
-def _next_due(engine: Engine, now: float, where: list[Any]) -> Any:
+def _next_due(read: Engine, now: float, where: list[Any]) -> Any:
     """The due job with the earliest ``next_attempt_at``: a queued one of a chat with no
     job running (a chat's jobs run in order, chats side by side, however many workers and
     threads), or a running one whose lease ran out. Two range scans of
@@ -267,7 +271,7 @@ def _next_due(engine: Engine, now: float, where: list[Any]) -> Any:
     chat offered, and a claim that loses the compare-and-set reads again, by then seeing the
     chat busy. A job waiting out a retry lets its chat's later jobs go first."""
     found = []
-    with engine.connect() as conn:
+    with read.connect() as conn:
         for due in _DUE:
             query = due.where(*where).order_by(_JOBS.c.next_attempt_at).limit(1)
             row = conn.execute(query, {"now": now}).first()
@@ -276,18 +280,18 @@ def _next_due(engine: Engine, now: float, where: list[Any]) -> Any:
     return min(found, key=lambda r: r.next_attempt_at, default=None)
 
 
-def counts(engine: Engine, where: list[Any]) -> dict[str, int]:
+def counts(read: Engine, where: list[Any]) -> dict[str, int]:
     query = select(MemoryJobRow.status, func.count()).where(*where).group_by(MemoryJobRow.status)
-    with engine.connect() as conn:
+    with read.connect() as conn:
         return {status: int(n) for status, n in conn.execute(query)}
 
 
-def listed(engine: Engine, where: list[Any], status: JobStatus | None, limit: int) -> list[JobRow]:
+def listed(read: Engine, where: list[Any], status: JobStatus | None, limit: int) -> list[JobRow]:
     query = select(MemoryJobRow).where(*where)
     if status is not None:
         query = query.where(MemoryJobRow.status == status)
     query = query.order_by(MemoryJobRow.updated_at.desc()).limit(limit)
-    with Session(engine) as s:
+    with Session(read) as s:
         return [_to_job(row) for row in s.scalars(query)]
 
 

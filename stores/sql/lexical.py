@@ -31,6 +31,7 @@ from stores.people import People, people_of
 from stores.scope_postings import ScopePostings
 from stores.sql.blocks import VectorBlocks
 from stores.sql.covered import chunks, covered, in_scope, mine, tenant
+from stores.sql.engine import reads
 from stores.sql.schema import EventDocRow, EventStrengthRow, EventTermRow
 from stores.text import terms
 
@@ -51,6 +52,7 @@ class SqlLexicalIndex:
 
     def __init__(self, engine: Engine, *, bot: str, held: ScopePostings | None = None) -> None:
         self.engine = engine
+        self.reads = reads(engine)  # single reads: no transaction (stores/sql/engine.py)
         self.bot = tenant(bot)
         self.held = held  # postings of busy scopes in memory (None: SQL answers every search)
         self.blocks = VectorBlocks(engine, self.bot)
@@ -152,7 +154,7 @@ class SqlLexicalIndex:
             )
             if best is not None:
                 return self._hits(best, query)
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             if members is not None:
                 n_docs, avg_len = len(members.rows), members.length / max(len(members.rows), 1)
             else:
@@ -181,7 +183,7 @@ class SqlLexicalIndex:
     def _scope_postings(self, query: EventQuery, ids: Sequence[str] | None) -> list[Any]:
         """(event_id, term, tf, length) of the query's scope and persona, or of these events."""
         cols = (EventTermRow.event_id, EventTermRow.term, EventTermRow.tf, EventTermRow.length)
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             if ids is None:
                 return list(conn.execute(select(*cols).where(*_term_scope(query, self.bot))))
             listed = EventTermRow.event_id.in_(bindparam("ids", expanding=True))
@@ -221,7 +223,7 @@ class SqlLexicalIndex:
         version (count and last write, read from the index alone) is unchanged."""
         filters = _filters(query, self.bot)
         key = (query.scope, query.persona_id)
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             count, last, length = conn.execute(
                 select(
                     func.count(), func.max(EventDocRow.indexed_at), func.sum(EventDocRow.length)
@@ -272,7 +274,7 @@ class SqlLexicalIndex:
             where = in_scope(EventDocRow, self.bot, query.scope)
             if query.persona_id is not None:
                 where.append(EventDocRow.persona_id == query.persona_id)
-            with self.engine.connect() as conn:
+            with self.reads.connect() as conn:
                 rows = conn.execute(
                     select(EventDocRow.user_id, EventDocRow.user_name, func.count())
                     .where(*where)
@@ -288,7 +290,7 @@ class SqlLexicalIndex:
     def vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored vectors of these events (those written with one)."""
         out: dict[str, np.ndarray] = {}
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             for part in chunks(list(ids)):
                 rows = conn.execute(
                     select(EventDocRow.id, EventDocRow.vector).where(
@@ -304,7 +306,7 @@ class SqlLexicalIndex:
 
     def scope_vectors(self, query: EventQuery) -> dict[str, np.ndarray]:
         """The stored vectors of every event the query's scope and filters admit."""
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             found = conn.execute(
                 select(EventDocRow.id, EventDocRow.vector).where(
                     *_filters(query, self.bot), EventDocRow.vector.is_not(None)
@@ -325,7 +327,7 @@ class SqlLexicalIndex:
     def get(self, ids: Sequence[str]) -> list[EventRecord]:
         if not ids:
             return []
-        with Session(self.engine) as s:
+        with Session(self.reads) as s:
             rows = s.scalars(
                 select(EventDocRow).where(
                     mine(EventDocRow, self.bot), EventDocRow.id.in_(list(ids))
@@ -338,14 +340,14 @@ class SqlLexicalIndex:
         query = select(func.count()).select_from(EventDocRow).where(mine(EventDocRow, self.bot))
         if scope is not None:
             query = query.where(*in_scope(EventDocRow, self.bot, scope))
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             return int(conn.execute(query).scalar_one())
 
     def context_holders(self, target: ForgetTarget, said: Said) -> list[EventRecord]:
         """Events in the target's chats whose answered message is the person's."""
         chats = covered(EventDocRow, target, self.bot, everyone=True)
         where = [*chats, EventDocRow.context != ""]
-        with Session(self.engine) as s:
+        with Session(self.reads) as s:
             rows = [_record(row) for row in s.scalars(select(EventDocRow).where(*where))]
         return [e for e in rows if said.answered_in(e)]
 
@@ -359,7 +361,7 @@ class SqlLexicalIndex:
     def forget(self, target: ForgetTarget) -> list[str]:
         """Delete the events (and their postings) the target covers; returns their ids."""
         where = covered(EventDocRow, target, self.bot)
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             ids = list(conn.execute(select(EventDocRow.id).where(*where)).scalars())
         self.remove(ids)
         return ids

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from domain.scope import ForgetTarget
 from stores.base import ContextUsage, Said, StoredMessage
 from stores.sql.covered import chunks, covered, mine, tenant
+from stores.sql.engine import reads
 from stores.sql.schema import ChatMemberRow, ChatStateRow, ContextUsageRow, MessageRow
 from stores.text import keywords_of
 
@@ -23,6 +24,7 @@ class SqlMessageStore:
 
     def __init__(self, engine: Engine, *, bot: str) -> None:
         self.engine = engine
+        self.reads = reads(engine)  # single reads: no transaction (stores/sql/engine.py)
         self.bot = tenant(bot)
 
     def add(self, message: StoredMessage) -> StoredMessage:
@@ -129,7 +131,7 @@ class SqlMessageStore:
         return self._fetch(query)
 
     def members(self, stream: str) -> dict[str, str]:
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             rows = conn.execute(
                 select(ChatMemberRow.user_id, ChatMemberRow.user_name).where(
                     mine(ChatMemberRow, self.bot), ChatMemberRow.stream == stream
@@ -188,7 +190,7 @@ class SqlMessageStore:
         if target.chat is not None:
             where.append(MessageRow.stream == target.chat.key)
         columns = (MessageRow.user_name, MessageRow.content, MessageRow.message_id)
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             said = conn.execute(select(*columns).where(*where)).all()
             names = conn.execute(
                 select(ChatMemberRow.user_name).where(
@@ -202,7 +204,7 @@ class SqlMessageStore:
     def _fetch(self, query: Select[Any]) -> list[StoredMessage]:
         # Rows, not ORM objects: a reply reads ~100 messages, and building each as an ORM
         # instance cost ~60 us (6-9 ms of a reply, measured).
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             return [_message(row) for row in conn.execute(_as_rows(query))]
 
     def _scope(self, stream: str, persona_id: str) -> tuple[Any, Any, Any]:

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from domain.scope import DEFAULT_PERSONA, ChatScope
 from stores.base import Persona
+from stores.sql.engine import reads
 from stores.sql.schema import PersonaRow
 
 
@@ -18,9 +19,10 @@ class SqlPersonaStore:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.reads = reads(engine)  # single reads: no transaction (stores/sql/engine.py)
 
     def get_persona(self, persona_id: str) -> Persona | None:
-        with Session(self.engine) as s:
+        with Session(self.reads) as s:
             row = s.get(PersonaRow, persona_id)
             if row is None:
                 return None
@@ -32,7 +34,7 @@ class SqlPersonaStore:
             )
 
     def list_personas(self) -> list[Persona]:
-        with Session(self.engine) as s:
+        with Session(self.reads) as s:
             ids = [row.persona_id for row in s.query(PersonaRow).order_by(PersonaRow.persona_id)]
         return [p for p in map(self.get_persona, ids) if p is not None]
 

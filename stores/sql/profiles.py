@@ -29,6 +29,7 @@ from stores.base import (
     Relationship,
 )
 from stores.sql.covered import covered, mine, tenant
+from stores.sql.engine import reads
 from stores.sql.schema import (
     Base,
     GroupProfileRow,
@@ -45,11 +46,12 @@ class SqlProfileStore:
 
     def __init__(self, engine: Engine, *, bot: str, clock: Clock = time.time) -> None:
         self.engine = engine
+        self.reads = reads(engine)  # single reads: no transaction (stores/sql/engine.py)
         self.bot = tenant(bot)
         self.clock = clock
 
     def _one(self, table: type[Base], *where: Any) -> Any:
-        with Session(self.engine) as s:
+        with Session(self.reads) as s:
             return s.scalars(select(table).where(mine(table, self.bot), *where)).first()
 
     def get_relationship(self, platform: str, user_id: str) -> Relationship | None:
@@ -78,7 +80,7 @@ class SqlProfileStore:
             LearnedProfileRow.platform == platform,
             LearnedProfileRow.user_id == user_id,
         )
-        with Session(self.engine) as s:
+        with Session(self.reads) as s:
             return [_learned(row) for row in s.scalars(query)]
 
     def get_learned(self, scope: ChatScope, user_id: str) -> LearnedProfile | None:

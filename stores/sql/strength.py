@@ -12,12 +12,14 @@ from sqlalchemy.exc import IntegrityError
 from domain.scope import ChatScope
 from stores.decay import Strength
 from stores.sql.covered import chunks, mine, tenant
+from stores.sql.engine import reads
 from stores.sql.schema import EventDocRow, EventStrengthRow
 
 
 class SqlEventStrength:
     def __init__(self, engine: Engine, *, bot: str) -> None:
         self.engine = engine
+        self.reads = reads(engine)  # single reads: no transaction (stores/sql/engine.py)
         self.bot = tenant(bot)
 
     def _select(self) -> Any:
@@ -35,7 +37,7 @@ class SqlEventStrength:
     def of(self, ids: Sequence[str]) -> dict[str, Strength]:
         """The strengths of these events (ids not stored are left out)."""
         found: dict[str, Strength] = {}
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             for part in chunks(list(ids)):
                 where = [mine(EventDocRow, self.bot), EventDocRow.id.in_(part)]
                 found.update(_strengths(conn.execute(self._select().where(*where))))
@@ -49,13 +51,13 @@ class SqlEventStrength:
             EventDocRow.chat_type == scope.chat_type,
             EventDocRow.chat_id == scope.chat_id,
         ]
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             return _strengths(conn.execute(self._select().where(*where)))
 
     def over(self, cap: int) -> list[tuple[ChatScope, int]]:
         """The chats holding more than ``cap`` events, with their counts."""
         chat = (EventDocRow.platform, EventDocRow.chat_type, EventDocRow.chat_id)
-        with self.engine.connect() as conn:
+        with self.reads.connect() as conn:
             rows = conn.execute(
                 select(*chat, func.count())
                 .where(mine(EventDocRow, self.bot))
