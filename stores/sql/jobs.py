@@ -13,7 +13,19 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sqlalchemy import Engine, Float, bindparam, delete, exists, func, insert, or_, select, update
+from sqlalchemy import (
+    Engine,
+    Float,
+    Row,
+    bindparam,
+    delete,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -221,7 +233,7 @@ def claim(
         if found is None:
             return None
         key = (MemoryJobRow.bot_id == found.bot_id, MemoryJobRow.request_id == found.request_id)
-        with engine.begin() as conn:
+        with engine.begin() as conn:  # the row as claimed comes back with the update
             won = conn.execute(
                 update(MemoryJobRow)
                 .where(
@@ -236,11 +248,10 @@ def claim(
                     lease_until=now + lease_s,
                     updated_at=now,
                 )
-            ).rowcount
-        if won == 1:
-            with Session(read) as s:
-                row = s.scalars(select(MemoryJobRow).where(*key)).first()
-                return None if row is None else _to_job(row)
+                .returning(*_JOBS.c)
+            ).first()
+        if won is not None:
+            return _to_job(won)
     return None
 
 
@@ -295,7 +306,7 @@ def listed(read: Engine, where: list[Any], status: JobStatus | None, limit: int)
         return [_to_job(row) for row in s.scalars(query)]
 
 
-def _to_job(row: MemoryJobRow) -> JobRow:
+def _to_job(row: MemoryJobRow | Row[Any]) -> JobRow:
     return JobRow(
         request_id=row.request_id,
         bot_id=row.bot_id,
