@@ -184,7 +184,8 @@ KERNEL8 = r"""#if defined(GM_VNNI)
 # (``__builtin_cpu_supports``), so one build runs everywhere: KERNEL8 with two rows a
 # register and each block's byte dot product one ``vpdpbusd``. It sums the same int32s as
 # maddubs + madd (weights 0..15 never saturate an int16 pair) and takes every float step of
-# KERNEL8 per lane, so it gives the AVX2 kernel's vectors bit for bit (a test checks).
+# KERNEL8 per lane. Its vectors are the unchanged source's bit for bit (the AVX2 kernel's
+# differ from those by rounding, from how gcc orders its sums); a test checks both.
 MATMUL_HEAD = "#define RO 8\nstatic void matmul_q4q8("
 VNNI_KERNEL = r"""#define RO 8
 #if defined(__AVX2__) && defined(__GNUC__)

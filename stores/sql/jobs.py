@@ -41,9 +41,12 @@ _CLAIM_TRIES = 20
 class SqlJobQueue:
     """One bot's memory jobs."""
 
-    def __init__(self, engine: Engine, *, bot: str, clock: Clock = time.time) -> None:
+    def __init__(
+        self, engine: Engine, *, bot: str, clock: Clock = time.time, read: Engine | None = None
+    ) -> None:
         self.engine = engine
-        self.reads = reads(engine)  # single reads: no transaction (stores/sql/engine.py)
+        # single reads: no transaction (stores/sql/engine.py); a board hands out its own
+        self.reads = read or reads(engine)
         self.bot = tenant(bot)
         self.clock = clock
 
@@ -209,7 +212,7 @@ class SqlJobBoard:
         self.clock = clock
 
     def queue(self, bot: str) -> SqlJobQueue:
-        return SqlJobQueue(self.engine, bot=bot, clock=self.clock)
+        return SqlJobQueue(self.engine, bot=bot, clock=self.clock, read=self.reads)
 
     def claim(self, worker: str, *, lease_s: float) -> JobRow | None:
         return claim(self.engine, self.reads, self.clock, worker, lease_s, [])

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 
 from domain.scope import ChatScope
 from stores.base import Persona
-from stores.sql import SqlJobQueue, SqlMessageStore, SqlPersonaStore, SqlProfileStore
+from stores.sql import SqlJobBoard, SqlMessageStore, SqlPersonaStore, SqlProfileStore
 from stores.sql.engine import make_engine, reads
 from stores.sql.schema import PersonaRow
 
@@ -50,7 +50,9 @@ def one_conn(pg_database: str) -> Iterator[Engine]:
 def test_reads_send_no_transaction_and_writes_keep_theirs(
     one_conn: Engine, commands: list[str]
 ) -> None:
-    profiles, jobs = SqlProfileStore(one_conn, bot="b"), SqlJobQueue(one_conn, bot="b")
+    board = SqlJobBoard(one_conn)
+    profiles, jobs = SqlProfileStore(one_conn, bot="b"), board.queue("b")
+    assert jobs.reads is board.reads  # a worker asks for a queue every job: made once
     personas, messages = SqlPersonaStore(one_conn), SqlMessageStore(one_conn, bot="b")
     scope = ChatScope(platform="qq", chat_type="group", chat_id="g1")
     assert profiles.was_applied("r1") is False
