@@ -44,9 +44,9 @@ SYNC_THRESHOLD = 100
 # A new bot's events go to this many collections, by a hash of the chat key; a bot's first
 # collection records the number (one made before shards holds them all: 1).
 SHARDS = 32
-# A scope at least this share of its collection's events is searched unnarrowed for up to
-# this many neighbours (Chroma 1.5, 100k events: 3 ms for 60, 10 for 400), twice the share's
-# expected need; too few of the scope's among them, and it is asked narrowed after all.
+# A scope is searched unnarrowed when twice the share of the collection it expects to need
+# is at most this many neighbours (ids and distances only: 2 ms for 10, 4 for 300, on a
+# 12k shard); too few of the scope's among them, and it is asked narrowed after all.
 MAX_UNNARROWED = 400
 SIZE_TTL_S = 60.0  # a collection's count, for the share (counting 100k events takes 12 ms)
 log = logging.getLogger(__name__)
@@ -305,31 +305,26 @@ class ChromaEventStore:
         within: Sequence[str] | None = None,
         vector: Sequence[float] | None = None,
     ) -> list[EventHit]:
-        """Dense search in the query's scope. ``within`` (the scope's ids, known from SQL)
-        replaces Chroma's metadata filter, which costs ~48 ms at 200k events against ~9 ms
-        for an id list; a scope that is a large share of its collection is not narrowed at
-        all (``unnarrowed``). Every hit is checked against the scope either way. ``vector``
-        is the query's embedding when the caller already has it."""
+        """Dense search in the query's scope, with each hit's event. ``within``: the scope's
+        ids, known from SQL (``nearest``); without them Chroma's metadata filter narrows
+        (~48 ms at 200k events against ~9 ms for an id list). Every hit is checked against
+        the scope either way. ``vector``: the query's embedding, when the caller has it."""
         if within is not None and not within:
             return []
         embedding = list(vector) if vector is not None else self.embed_query(query.text)
         store = self._for(query.scope)
-        found = None
         if within is not None:
-            found = self.unnarrowed(store, query, embedding, within)
-        if found is None and within is not None:
-            from chromadb.errors import ChromaError
-
-            try:
-                found = store.similarity_search_by_vector_with_relevance_scores(
-                    embedding, k=query.top_k, ids=list(within)
-                )
-            except ChromaError:  # an id Chroma lacks (a write in flight)
-                found = None
-        if found is None:
-            found = store.similarity_search_by_vector_with_relevance_scores(
-                embedding, k=query.top_k, filter=where_for(query)
-            )
+            ranked = self.nearest(query, within, embedding)
+            if ranked is not None:
+                events = {e.id: e for e in self._get(store, [i for i, _ in ranked])}
+                return [
+                    EventHit(events[i], score)
+                    for i, score in ranked
+                    if i in events and query.admits(events[i])
+                ]
+        found = store.similarity_search_by_vector_with_relevance_scores(
+            embedding, k=query.top_k, filter=where_for(query)
+        )
         hits = []
         for doc, distance in found:
             event = EventRecord.from_metadata(str(doc.id), doc.page_content, doc.metadata)
@@ -337,24 +332,33 @@ class ChromaEventStore:
                 hits.append(EventHit(event, 1.0 - float(distance)))
         return hits
 
-    def unnarrowed(
-        self, store: Chroma, query: EventQuery, embedding: list[float], within: Sequence[str]
-    ) -> list[tuple[Any, float]] | None:
-        """The scope's nearest among the collection's nearest, when the scope is enough of
-        the collection that few are needed; None when it is not, or too few were its own
-        (then the narrowed search answers). The nearest ``k`` of the collection hold every
-        one of the scope's that is nearer than the last of the scope's among them."""
-        size = self._size(store)
-        if size <= 0:
-            return None
-        wanted = min(query.top_k, len(within))
-        k = min(size, math.ceil(2 * wanted * size / len(within)))
-        if k > MAX_UNNARROWED:
-            return None
+    def nearest(
+        self, query: EventQuery, within: Sequence[str], vector: Sequence[float]
+    ) -> list[tuple[str, float]] | None:
+        """The ids of the scope's (``within``, from SQL) nearest events and their cosines,
+        best first, without their text and metadata (Chroma reads those at ~0.13 ms a
+        hit: 27 ms for 200); None when Chroma lacks one of the ids (a write in flight).
+        A scope that is enough of its collection is searched unnarrowed, deeper: the
+        collection's nearest ``k`` hold every one of the scope's nearer than the last of
+        the scope's among them. Else, or if too few were the scope's, narrowed to the ids."""
+        if not within:
+            return []
+        store = self._for(query.scope)
         allowed = set(within)
-        found = store.similarity_search_by_vector_with_relevance_scores(embedding, k=k)
-        mine = [(doc, d) for doc, d in found if doc.id in allowed]
-        return mine[:wanted] if len(mine) >= wanted else None
+        wanted = min(query.top_k, len(allowed))
+        size = self._size(store)
+        k = min(size, math.ceil(2 * wanted * size / len(allowed))) if size else 0
+        if 0 < k <= MAX_UNNARROWED:
+            mine = [hit for hit in _nearest(store, vector, k) if hit[0] in allowed]
+            if len(mine) >= wanted:
+                return mine[:wanted]
+        from chromadb.errors import ChromaError
+
+        try:
+            found = _nearest(store, vector, query.top_k, ids=list(within))
+        except ChromaError:
+            return None
+        return [hit for hit in found if hit[0] in allowed]
 
     def _size(self, store: Chroma) -> int:
         """The collection's event count, counted again after ``SIZE_TTL_S`` (an old count
@@ -365,6 +369,13 @@ class ChromaEventStore:
             count = int(store._collection.count())
             self._sizes[key] = (count, time.monotonic())
         return count
+
+    def _get(self, store: Chroma, ids: Sequence[str]) -> list[EventRecord]:
+        got = store.get(ids=list(ids), include=["documents", "metadatas"])
+        return [
+            EventRecord.from_metadata(i, doc, meta)
+            for i, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+        ]
 
     def get(self, ids: Sequence[str]) -> list[EventRecord]:
         if not ids:
@@ -428,6 +439,20 @@ class ChromaEventStore:
         """Delete these events from whichever shard holds them."""
         for store in self._all():
             _delete(store, ids)
+
+
+def _nearest(
+    store: Chroma, vector: Sequence[float], k: int, ids: list[str] | None = None
+) -> list[tuple[str, float]]:
+    """Ids and cosines of the ``k`` nearest (among ``ids``), nothing else read."""
+    got = store._collection.query(
+        query_embeddings=np.asarray([vector], dtype=np.float32),
+        n_results=k,
+        ids=ids,
+        include=["distances"],
+    )
+    distances = got["distances"][0] if got["distances"] else []
+    return [(str(i), 1.0 - float(d)) for i, d in zip(got["ids"][0], distances, strict=True)]
 
 
 def _delete(store: Chroma, ids: Sequence[str]) -> None:

@@ -81,6 +81,10 @@ class DenseSide(EventStore, Protocol):
         vector: Sequence[float] | None = None,
     ) -> list[EventHit]: ...
 
+    def nearest(
+        self, query: EventQuery, within: Sequence[str], vector: Sequence[float]
+    ) -> list[tuple[str, float]] | None: ...
+
 
 class KeywordSide(EventStore, Protocol):
     def upsert_many(
@@ -355,8 +359,11 @@ class HybridEventStore:
                 held = self.search_exact(query, members, vector)
             if held is not None:
                 return [event_id for event_id, _ in held]
-        within = members.ids if members is not None else None
-        hits = self.vector.search(query, within=within, vector=vector)
+        if members is not None:  # ids only: SQL gives the records of those fused
+            nearest = self.vector.nearest(query, members.ids, vector)
+            if nearest is not None:
+                return [event_id for event_id, _ in nearest]
+        hits = self.vector.search(query, vector=vector)
         records.update({h.event.id: h.event for h in hits})
         return [h.event.id for h in hits]
 

