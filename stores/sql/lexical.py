@@ -185,7 +185,9 @@ class SqlLexicalIndex:
         cols = (EventTermRow.event_id, EventTermRow.term, EventTermRow.tf, EventTermRow.length)
         with self.reads.connect() as conn:
             if ids is None:
-                return list(conn.execute(select(*cols).where(*_term_scope(query, self.bot))))
+                # The driver's tuples: SQLAlchemy's rows cost ~0.6 s more at 20k events.
+                found = conn.execute(select(*cols).where(*_term_scope(query, self.bot)))
+                return list(found.cursor.fetchall())
             listed = EventTermRow.event_id.in_(bindparam("ids", expanding=True))
             stmt: Any = select(*cols).where(mine(EventTermRow, self.bot), listed)
             if conn.dialect.name == "sqlite":
