@@ -7,8 +7,9 @@ until the benchmark chat's vectors and postings are held in memory after its fir
 (SQL and Chroma answer meanwhile). Then 200 messages that address the bot (so every node
 runs, after 10 unmeasured ones and those sent before the arm's chat is held, timed apart)
 go through the reply graph with its SQLite checkpointer, in five arms (see
-ARMS; "not held": the store's own rule, exact over the chat's sealed vectors up to
-``EXACT_MAX``; "Chroma search": every dense search in Chroma). Per-node times come from LangChain callbacks; "searchable" is the time from the end
+ARMS; "not held": the store's own rule, exact over the chat's sealed vectors, or Chroma
+for a chat large enough and enough of its shard (``HybridEventStore.exact_first``);
+"Chroma search": every dense search in Chroma). Per-node times come from LangChain callbacks; "searchable" is the time from the end
 of a reply to its memory job's event being found in the store. Then chats whose vectors
 are not held, searched both ways (benchmarks/unheld.py); last, the server arms
 (benchmarks/servers.py), one chat and then several at once.
@@ -270,7 +271,7 @@ def main() -> None:
         arms: dict[str, Any] = {}
         stub = replace(runtime.deps, chat=StubChat())
         events = runtime.deps.events
-        cold = HybridEventStore(  # nothing held: a chat's search by exact_max's rule
+        cold = HybridEventStore(  # nothing held: a chat searched by exact_first's rule
             events.vector, events.lexical, bot=runtime.deps.bot_id, max_vectors_held=0
         )
         not_held_deps = replace(runtime.deps, events=cold)

@@ -346,8 +346,7 @@ class ChromaEventStore:
         store = self._for(query.scope)
         allowed = set(within)
         wanted = min(query.top_k, len(allowed))
-        size = self._size(store)
-        k = min(size, math.ceil(2 * wanted * size / len(allowed))) if size else 0
+        k = self._depth(store, wanted, len(allowed))
         if 0 < k <= MAX_UNNARROWED:
             mine = [hit for hit in nearest_ids(store, vector, k) if hit[0] in allowed]
             if len(mine) >= wanted:
@@ -359,6 +358,20 @@ class ChromaEventStore:
         except ChromaError:
             return None
         return [hit for hit in found if hit[0] in allowed]
+
+    def unnarrowed(self, query: EventQuery, members: int) -> bool:
+        """Whether ``nearest`` searches a scope of this many events unnarrowed: it is
+        enough of its collection, so it costs one HNSW query of at most
+        ``MAX_UNNARROWED`` neighbours, however large the scope."""
+        store = self._for(query.scope)
+        k = self._depth(store, min(query.top_k, members), members)
+        return 0 < k <= MAX_UNNARROWED
+
+    def _depth(self, store: Chroma, wanted: int, members: int) -> int:
+        """How many of the collection's nearest hold a scope's ``wanted`` nearest, with
+        room: twice its expected share of them."""
+        size = self._size(store)
+        return min(size, math.ceil(2 * wanted * size / members)) if size and members else 0
 
     def _size(self, store: Chroma) -> int:
         """The collection's event count, counted again after ``SIZE_TTL_S`` (an old count

@@ -10,9 +10,10 @@ The dense side searches the scope's vectors in memory (``ScopeVectors``, exact) 
 are loaded (from SQL, int8: ``stores.packed``). A scope not held (loading, or over the
 budget) of up to ``EXACT_MAX`` events is searched exactly over its vectors read from SQL,
 as is a search with a user or time filter that admits that many: those sealed in blocks
-(``stores.sql.blocks``) and up to ``LOOSE_MAX`` more read by row. A larger one, or one
-with more loose vectors (sealed in the background meanwhile), is answered by Chroma,
-narrowed to the scope's ids from SQL (its metadata filter costs ~60 ms at 200k events).
+(``stores.sql.blocks``) and up to ``LOOSE_MAX`` more read by row. A larger one, one of
+over ``ANN_MIN`` that is enough of its Chroma shard to be searched there unnarrowed, or
+one with more loose vectors (sealed in the background meanwhile), is answered by Chroma,
+given the scope's ids from SQL (its metadata filter costs ~60 ms at 200k events).
 """
 
 from __future__ import annotations
@@ -54,6 +55,10 @@ ID_LIST_MAX = 100_000
 # 5,000 28 / 36, 10,000 51 / 25 read row by row (README, "A chat not held"); sealed in
 # blocks (``stores.sql.blocks``), a chat's vectors cost a fraction of that.
 EXACT_MAX = 50_000  # sealed exact faster than Chroma narrowed at 50k among 1M (README)
+# Unless Chroma searches the scope unnarrowed (it is enough of its shard): one HNSW query,
+# ~7 ms for a chat of 20k among 1M, against ~27 ms exact over its sealed vectors. Below
+# this many, exact search is as fast and exact (README, "A chat not held").
+ANN_MIN = 5000
 LOOSE_MAX = 5000  # loose vectors (not sealed yet) read by row for one search, at most
 QUERY_VECTORS_HELD = 64  # recent query embeddings kept (a message's prefetch, its search)
 
@@ -84,6 +89,8 @@ class DenseSide(EventStore, Protocol):
     def nearest(
         self, query: EventQuery, within: Sequence[str], vector: Sequence[float]
     ) -> list[tuple[str, float]] | None: ...
+
+    def unnarrowed(self, query: EventQuery, members: int) -> bool: ...
 
 
 class KeywordSide(EventStore, Protocol):
@@ -183,6 +190,7 @@ class HybridEventStore:
         fusion: Fusion | None = None,
         max_vectors_held: int = 100_000,
         exact_max: int = EXACT_MAX,
+        ann_min: int = ANN_MIN,
         loose_max: int = LOOSE_MAX,
         load_in_background: bool = True,
         held: ScopeVectors | None = None,
@@ -197,6 +205,7 @@ class HybridEventStore:
         self.depth = depth
         self.fusion = fusion or Fusion()
         self.exact_max = exact_max
+        self.ann_min = ann_min
         self.loose_max = loose_max
         self.seal = seal  # loose vectors of a scope read whole are sealed, in the background
         self.strength = strength
@@ -353,7 +362,7 @@ class HybridEventStore:
                 key = (self.bot, query.scope, query.persona_id)
                 fetch = partial(self._changed_vectors, query, members)
                 held = self.held.search(key, members, vector, query.top_k, fetch)
-            if held is None and len(members.ids) <= self.exact_max:
+            if held is None and self.exact_first(query, len(members.ids)):
                 # a user or time filter too: Chroma's HNSW narrowed to a few ids walks
                 # most of its graph (~100 ms for 100 among 100k), SQL reads them in ~1 ms
                 held = self.search_exact(query, members, vector)
@@ -366,6 +375,14 @@ class HybridEventStore:
         hits = self.vector.search(query, vector=vector)
         records.update({h.event.id: h.event for h in hits})
         return [h.event.id for h in hits]
+
+    def exact_first(self, query: EventQuery, members: int) -> bool:
+        """A scope not held is searched exactly over its vectors from SQL, not by Chroma:
+        up to ``exact_max`` members, unless more than ``ann_min`` that Chroma searches
+        unnarrowed (one HNSW query, whatever the scope's size)."""
+        if members > self.exact_max:
+            return False
+        return members <= self.ann_min or not self.vector.unnarrowed(query, members)
 
     def _changed_vectors(
         self, query: EventQuery, members: ScopeMembers, ids: list[str]

@@ -53,10 +53,10 @@ def test_bench_latency_smoke(tmp_path: Path) -> None:
         assert min(scale[arm]["memories"]) > 0, (arm, scale[arm]["memories"])
     assert len(scale["searchable"]) == 2 and scale["load_s"] > 0
     # a chat not held, searched both ways
-    assert {k: sorted(v) for k, v in scale["unheld"].items()} == {
-        "200": ["by row", "chroma", "sealed"]
-    }
-    assert all(len(ms) == 30 for ms in scale["unheld"]["200"].values())  # two per question
+    unheld = scale["unheld"]["200"]
+    assert list(scale["unheld"]) == ["200"] and unheld.pop("takes") == "exact"  # < ANN_MIN
+    assert sorted(unheld) == ["by row", "chroma", "sealed"]
+    assert all(len(ms) == 30 for ms in unheld.values())  # two per question
     assert "memories injected per reply" in out and "hand-off → searchable" in out
 
 

