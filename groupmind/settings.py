@@ -201,6 +201,15 @@ class Settings(BaseSettings):
     keep_checkpoints: bool = Field(
         default=False, description="keep a memory job's checkpoints after it is done"
     )
+    job_step_checkpoints: Literal["model", "always"] = Field(
+        default="model",
+        description="``model``: a job that runs a variant other than its slots' baselines "
+        "(a model's, a plugin's) is checkpointed at every step, so a worker killed mid-run "
+        "resumes at the unfinished step and calls no model twice; a job on the rule "
+        "baselines only when it stops (a failure resumes at its step; a kill -9 runs it again "
+        "from the start: its steps are idempotent and take milliseconds). ``always``: every "
+        "job at every step",
+    )
 
     server_memory_worker: bool = Field(
         default=True,

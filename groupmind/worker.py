@@ -1,7 +1,9 @@
 """Runs memory jobs from the durable queue through the memory graph.
 
-Each job is one graph run on thread = request id, checkpointed with ``durability="sync"``
-so a process killed mid-run resumes at the step that did not finish. A model, embedding or
+Each job is one graph run on thread = request id. A job that calls a model is checkpointed
+at every step (``durability="sync"``), so a process killed mid-run resumes at the step that
+did not finish; a job on the rule baselines only when it stops (``JOB_STEP_CHECKPOINTS``:
+on PostgreSQL a step's checkpoint is ~1 ms of the worker's CPU). A model, embedding or
 Chroma error leaves the job queued with its error and a retry time (exponential backoff);
 after ``job_max_attempts`` it is marked ``failed`` and kept for an operator.
 
@@ -26,6 +28,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Literal, Protocol
 
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Durability
 
 from groupmind.leases import LeaseKeeper
 from groupmind.settings import Settings
@@ -34,11 +37,16 @@ from nodes.memory.intake import validate_job
 from nodes.variants import UnknownVariant, registry, resolve_all
 from state.context import Context
 from state.memory import MemoryJob
-from state.slots import graph_slots
+from state.slots import SLOTS, graph_slots
 from state.validation import InputError
 from stores.base import JobQueue, JobRow, job_thread_id
 
 log = logging.getLogger("groupmind.worker")
+
+
+def on_baselines(chosen: dict[str, str]) -> bool:
+    """Every slot runs its baseline (the rules): no model is called, nothing is paid twice."""
+    return all(variant == SLOTS[slot].baseline for slot, variant in chosen.items())
 
 
 @dataclass
@@ -194,9 +202,12 @@ class MemoryWorker:
         }
         try:
             variants = Context(variants={**self.context.variants, **own})
-            resolve_all(registry().graph("memory"), variants, self.tenants.deps_for(bot))
+            chosen = resolve_all(registry().graph("memory"), variants, self.tenants.deps_for(bot))
         except UnknownVariant as exc:  # not transient: retrying here cannot help
             return self._unrunnable(jobs, row, exc)
+        durability: Durability = "sync"
+        if self.settings.job_step_checkpoints == "model" and on_baselines(chosen):
+            durability = "exit"  # a kill -9 runs it again whole: idempotent, milliseconds
         try:
             with self.leases.hold(jobs, row.request_id):
                 pending = graph.get_state(config).next
@@ -206,7 +217,7 @@ class MemoryWorker:
                     None if pending else row.payload,
                     config,
                     context=self.context,
-                    durability="sync",
+                    durability=durability,
                     stream_mode="values",
                 ):
                     out = values

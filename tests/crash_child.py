@@ -1,4 +1,6 @@
-"""A worker process that is killed (SIGKILL) the moment it reaches the embed step."""
+"""A worker process that is killed (SIGKILL) the moment it reaches the embed step.
+
+python -m tests.crash_child DATA_DIR JOB_JSON [JOB_STEP_CHECKPOINTS]"""
 
 from __future__ import annotations
 
@@ -29,7 +31,8 @@ class KillOnUpsert:
 
 
 if __name__ == "__main__":
-    settings = Settings(data_dir=Path(sys.argv[1]), job_lease_s=1.0)
+    steps = sys.argv[3] if len(sys.argv) > 3 else "model"
+    settings = Settings(data_dir=Path(sys.argv[1]), job_lease_s=1.0, job_step_checkpoints=steps)
     runtime = build_runtime(settings)
     deps = replace(runtime.deps, events=KillOnUpsert(runtime.deps.events))
     graph = build_memory_graph(deps, checkpointer=make_checkpointer(settings))

@@ -82,18 +82,26 @@ def test_a_bad_job_is_refused_and_nothing_queued(tmp_path: Path, deps: Deps) -> 
     assert worker.jobs.counts() == {}
 
 
-@pytest.mark.slow
-def test_kill_9_mid_run_resumes_at_the_unfinished_step(tmp_path: Path) -> None:
-    data = tmp_path / "data"
+def killed_at_embed(data: Path, steps: str) -> None:
+    """A worker process runs ``job()`` with JOB_STEP_CHECKPOINTS=``steps`` and is killed
+    (SIGKILL) as it reaches the embed step."""
     child = subprocess.run(
-        [sys.executable, "-m", "tests.crash_child", str(data), json.dumps(job())],
+        [sys.executable, "-m", "tests.crash_child", str(data), json.dumps(job()), steps],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert child.returncode == -9, child.stderr  # SIGKILL at the embed step
-    settings = Settings(data_dir=data, job_lease_s=1.0, keep_checkpoints=True)
+
+
+@pytest.mark.slow
+def test_kill_9_mid_run_resumes_at_the_unfinished_step(tmp_path: Path) -> None:
+    """Every step checkpointed (as a job that calls a model is): the rerun starts there."""
+    data = tmp_path / "data"
+    killed_at_embed(data, "always")
+    settings = Settings(data_dir=data, job_lease_s=1.0, keep_checkpoints=True,
+                        job_step_checkpoints="always")  # fmt: skip
     session = open_session(settings)
     config: Any = {"configurable": {"thread_id": job_thread_id(session.bot, "r1")}}
     assert session.memory_graph.get_state(config).next == ("embed",)
@@ -109,6 +117,48 @@ def test_kill_9_mid_run_resumes_at_the_unfinished_step(tmp_path: Path) -> None:
     assert session.jobs.get("r1").attempts == 2  # type: ignore[union-attr]
     graph = build_memory_graph(session.deps, checkpointer=make_checkpointer(settings))
     assert graph.get_state(config).values["status"] == "stored"
+
+
+@pytest.mark.slow
+def test_kill_9_mid_run_of_a_rules_job_runs_it_again_whole_and_stores_once(
+    tmp_path: Path,
+) -> None:
+    """A job on the rules writes no checkpoint before it stops: killed, it leaves none, and
+    the next worker runs it from its first step; its memory and profile are stored once."""
+    data = tmp_path / "data"
+    killed_at_embed(data, "model")
+    session = open_session(Settings(data_dir=data, job_lease_s=1.0, keep_checkpoints=True))
+    config: Any = {"configurable": {"thread_id": job_thread_id(session.bot, "r1")}}
+    assert session.memory_graph.get_state(config).next == ()  # nothing saved
+    assert not list(session.memory_graph.get_state_history(config))
+    assert session.jobs.get("r1").status == "running"  # type: ignore[union-attr]
+    time.sleep(1.1)  # the dead worker's lease runs out
+    outcome = session.worker.run_next()
+    assert outcome is not None and outcome.status == "stored" and outcome.profile == "updated"
+    scope = ChatScope(platform="qq", chat_type="group", chat_id="1001")
+    assert session.deps.events.count(scope) == 1
+    assert session.jobs.get("r1").attempts == 2  # type: ignore[union-attr]
+    assert session.worker.run_next() is None
+
+
+def test_a_job_that_calls_a_model_is_checkpointed_at_every_step_one_on_rules_at_its_end(
+    tmp_path: Path, deps: Deps
+) -> None:
+    chat = FakeChat(script=["小明2026年11月16日去了北京"])
+    with_model, _ = make_worker(tmp_path, replace(deps, chat=chat), failures=0,
+                                keep_checkpoints=True)  # fmt: skip
+    _pinned_to_llm(with_model)
+    rules, _ = make_worker(tmp_path / "rules", deps, failures=0, keep_checkpoints=True)
+    rules.submit(job(request_id="r2"))
+    saved = {}
+    for worker, request_id in ((with_model, "r1"), (rules, "r2")):
+        outcome = worker.run_next(request_id)
+        assert outcome is not None and outcome.status in {"stored", "degraded"}, outcome
+        config: Any = {"configurable": {"thread_id": job_thread_id(deps.bot_id, request_id)}}
+        saved[request_id] = len(list(worker.graph.get_state_history(config)))
+    assert chat.prompts  # r1 called the model
+    assert saved["r1"] >= 6  # its input and each of its five steps
+    assert saved["r2"] == 1  # the run's end only
 
 
 def _pinned_to_llm(worker: MemoryWorker) -> None:
