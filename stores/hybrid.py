@@ -18,6 +18,7 @@ given the scope's ids from SQL (its metadata filter costs ~60 ms at 200k events)
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict, defaultdict
@@ -45,6 +46,7 @@ from stores.fusion import Fusion, Weights
 from stores.people import Focus, People, focus_of
 from stores.scope_vectors import ScopeVectors, best, unit, unit_rows
 
+log = logging.getLogger(__name__)
 SESSION_GAP_S = 1800  # memories this close in time are one session, for diversity
 # Above this a scope is searched with Chroma's own metadata filter (~900 ms in a chat of
 # 20k among 1M events, against ~12 ms held); listing 20k ids costs ~13 ms, once.
@@ -56,8 +58,9 @@ ID_LIST_MAX = 100_000
 # blocks (``stores.sql.blocks``), a chat's vectors cost a fraction of that.
 EXACT_MAX = 50_000  # sealed exact faster than Chroma narrowed at 50k among 1M (README)
 # Unless Chroma searches the scope unnarrowed (it is enough of its shard): one HNSW query,
-# ~7 ms for a chat of 20k among 1M, against ~27 ms exact over its sealed vectors. Below
-# this many, exact search is as fast and exact (README, "A chat not held").
+# p50 6.1 ms for a chat of 20k among 1M against 12.8 exact over its sealed vectors, 5.1
+# against 42.6 at 50k (p95 27.5 against 14.0 at 20k). Below this many exact search is as
+# fast, and exact (README, "The 1M run on a faster Xeon").
 ANN_MIN = 5000
 LOOSE_MAX = 5000  # loose vectors (not sealed yet) read by row for one search, at most
 QUERY_VECTORS_HELD = 64  # recent query embeddings kept (a message's prefetch, its search)
@@ -362,10 +365,12 @@ class HybridEventStore:
                 key = (self.bot, query.scope, query.persona_id)
                 fetch = partial(self._changed_vectors, query, members)
                 held = self.held.search(key, members, vector, query.top_k, fetch)
-            if held is None and self.exact_first(query, len(members.ids)):
-                # a user or time filter too: Chroma's HNSW narrowed to a few ids walks
-                # most of its graph (~100 ms for 100 among 100k), SQL reads them in ~1 ms
-                held = self.search_exact(query, members, vector)
+            if held is None and len(members.ids) <= self.exact_max:
+                held = self._unnarrowed(query, members, vector)
+                if held is None:
+                    # a user or time filter too: Chroma's HNSW narrowed to a few ids walks
+                    # most of its graph (~100 ms for 100 among 100k), SQL reads them in ~1 ms
+                    held = self.search_exact(query, members, vector)
             if held is not None:
                 return [event_id for event_id, _ in held]
         if members is not None:  # ids only: SQL gives the records of those fused
@@ -383,6 +388,21 @@ class HybridEventStore:
         if members > self.exact_max:
             return False
         return members <= self.ann_min or not self.vector.unnarrowed(query, members)
+
+    def _unnarrowed(
+        self, query: EventQuery, members: ScopeMembers, vector: Sequence[float]
+    ) -> list[tuple[str, float]] | None:
+        """Chroma's answer for a scope it searches faster than SQL exactly (``exact_first``);
+        None for any other, and when Chroma is down or lacks an id: exact search needs no
+        Chroma, so a chat SQL can answer is answered through an outage."""
+        try:
+            if self.exact_first(query, len(members.ids)):
+                return None
+            return self.vector.nearest(query, members.ids, vector)
+        except Exception as exc:  # noqa: BLE001 - any Chroma failure: SQL answers
+            log.warning("Chroma search failed, searched exactly in SQL: %s: %s",
+                        type(exc).__name__, exc)  # fmt: skip
+            return None
 
     def _changed_vectors(
         self, query: EventQuery, members: ScopeMembers, ids: list[str]

@@ -47,6 +47,8 @@ def test_an_outage_leaves_the_job_queued_then_it_is_stored(tmp_path: Path, deps:
     worker.submit(job())
     first = worker.run_next()
     assert first is not None and first.status == "failed" and first.retry_at is not None
+    config: Any = {"configurable": {"thread_id": job_thread_id(deps.bot_id, "r1")}}
+    assert worker.graph.get_state(config).next == ("embed",)  # a rules job's failure: saved
     row = worker.jobs.get("r1")
     assert row is not None and row.status == "queued"
     assert row.last_error == "ConnectionError: chroma unavailable"

