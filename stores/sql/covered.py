@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
+from sqlalchemy import BindParameter, bindparam
+
 from domain.scope import ChatScope, ForgetTarget, check_bot_id
 
 T = TypeVar("T")
@@ -17,7 +19,12 @@ def tenant(bot: str) -> str:
     return check_bot_id(bot)
 
 
-def mine(table: Any, bot: str) -> Any:
+# The bot in statements built once at import and bound per call (``{"k_bot": self.bot}``):
+# building a statement cost more than running it (~0.3 against ~0.1 ms on SQLite).
+BOT: BindParameter[str] = bindparam("k_bot")
+
+
+def mine(table: Any, bot: str | BindParameter[str]) -> Any:
     """This bot's rows only: in every read, update and delete of a tenant store."""
     return table.bot_id == bot
 

@@ -6,11 +6,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Engine, delete, insert, select
+from sqlalchemy import Engine, bindparam, delete, insert, select
 from sqlalchemy.exc import IntegrityError
 
 from domain.scope import ChatScope, ForgetTarget
-from stores.sql.covered import covered, mine, tenant
+from stores.sql.covered import BOT, covered, mine, tenant
 from stores.sql.engine import reads
 from stores.sql.schema import RunInboxRow
 
@@ -27,41 +27,33 @@ class SqlRunInbox:
         try:
             with self.engine.begin() as conn:
                 conn.execute(
-                    insert(RunInboxRow).values(
-                        bot_id=self.bot,
-                        thread_id=thread_id,
-                        message_id=str(message["message_id"]),
-                        payload=message,
-                        platform=scope.platform,
-                        chat_type=scope.chat_type,
-                        chat_id=scope.chat_id,
-                        user_id=str(message.get("user_id", "")),
-                        received_at=time.time(),
-                    )
+                    _PUT,
+                    {
+                        "bot_id": self.bot,
+                        "thread_id": thread_id,
+                        "message_id": str(message["message_id"]),
+                        "payload": message,
+                        "platform": scope.platform,
+                        "chat_type": scope.chat_type,
+                        "chat_id": scope.chat_id,
+                        "user_id": str(message.get("user_id", "")),
+                        "received_at": time.time(),
+                    },
                 )
         except IntegrityError:
             pass  # journaled already (the same message sent again)
 
     def waiting(self, thread_id: str) -> list[dict[str, Any]]:
-        query = (
-            select(RunInboxRow.payload)
-            .where(mine(RunInboxRow, self.bot), RunInboxRow.thread_id == thread_id)
-            .order_by(RunInboxRow.received_at)
-        )
+        key = {"k_bot": self.bot, "k_thread": thread_id}
         with self.reads.connect() as conn:
-            return [dict(p) for p in conn.execute(query).scalars()]
+            return [dict(p) for p in conn.execute(_WAITING, key).scalars()]
 
     def take(self, thread_id: str, message_ids: Sequence[str]) -> None:
         if not message_ids:
             return
         with self.engine.begin() as conn:
-            conn.execute(
-                delete(RunInboxRow).where(
-                    mine(RunInboxRow, self.bot),
-                    RunInboxRow.thread_id == thread_id,
-                    RunInboxRow.message_id.in_(list(message_ids)),
-                )
-            )
+            key = {"k_bot": self.bot, "k_thread": thread_id, "k_ids": list(message_ids)}
+            conn.execute(_TAKE, key)
 
     def forget(self, target: ForgetTarget) -> int:
         with self.engine.begin() as conn:
@@ -70,3 +62,12 @@ class SqlRunInbox:
                     delete(RunInboxRow).where(*covered(RunInboxRow, target, self.bot))
                 ).rowcount
             )
+
+
+# Every message goes through these: built once, bound per call (stores/sql/covered.py: BOT).
+_PUT = insert(RunInboxRow)
+_THREAD = (mine(RunInboxRow, BOT), RunInboxRow.thread_id == bindparam("k_thread"))
+_WAITING = select(RunInboxRow.payload).where(*_THREAD).order_by(RunInboxRow.received_at)
+_TAKE = delete(RunInboxRow).where(
+    *_THREAD, RunInboxRow.message_id.in_(bindparam("k_ids", expanding=True))
+)

@@ -17,6 +17,7 @@ from sqlalchemy import (
     Engine,
     Float,
     Row,
+    Select,
     bindparam,
     delete,
     exists,
@@ -31,7 +32,7 @@ from sqlalchemy.orm import Session
 
 from domain.scope import ChatScope, ForgetTarget
 from stores.base import Clock, JobRow, JobStatus, Said
-from stores.sql.covered import covered, mine, tenant
+from stores.sql.covered import BOT, covered, mine, tenant
 from stores.sql.engine import reads
 from stores.sql.schema import MemoryJobRow
 
@@ -66,20 +67,21 @@ class SqlJobQueue:
         try:
             with self.engine.begin() as conn:
                 conn.execute(
-                    insert(MemoryJobRow).values(
-                        bot_id=self.bot,
-                        request_id=request_id,
-                        payload=payload,
-                        platform=scope.platform,
-                        chat_type=scope.chat_type,
-                        chat_id=scope.chat_id,
-                        user_id=user_id,
-                        status="queued",
-                        attempts=0,
-                        created_at=now,
-                        updated_at=now,
-                        next_attempt_at=now,
-                    )
+                    _ENQUEUE,
+                    {
+                        "bot_id": self.bot,
+                        "request_id": request_id,
+                        "payload": payload,
+                        "platform": scope.platform,
+                        "chat_type": scope.chat_type,
+                        "chat_id": scope.chat_id,
+                        "user_id": user_id,
+                        "status": "queued",
+                        "attempts": 0,
+                        "created_at": now,
+                        "updated_at": now,
+                        "next_attempt_at": now,
+                    },
                 )
             return True
         except IntegrityError:
@@ -108,9 +110,9 @@ class SqlJobQueue:
         return bool(result.rowcount == 1)
 
     def claim(self, worker: str, *, lease_s: float, request_id: str | None = None) -> JobRow | None:
-        where = [mine(MemoryJobRow, self.bot)]
-        if request_id is not None:
-            where.append(MemoryJobRow.request_id == request_id)
+        if request_id is None:
+            return claim(self.engine, self.reads, self.clock, worker, lease_s, self.bot)
+        where = [mine(MemoryJobRow, self.bot), MemoryJobRow.request_id == request_id]
         return claim(self.engine, self.reads, self.clock, worker, lease_s, where)
 
     def renew(self, request_id: str, worker: str, *, lease_s: float) -> bool:
@@ -138,21 +140,25 @@ class SqlJobQueue:
             self._finish(request_id, status="queued", last_error=error, next_attempt_at=retry_at)
 
     def defer(self, request_id: str, reason: str, *, until: float) -> None:
-        self._finish(
-            request_id,
-            status="queued",
-            last_error=reason,
-            next_attempt_at=until,
-            attempts=MemoryJobRow.attempts - 1,
-        )
-
-    def _finish(self, request_id: str, **values: Any) -> None:
         with self.engine.begin() as conn:
             conn.execute(
                 update(MemoryJobRow)
                 .where(*self._key(request_id))
-                .values(**values, locked_by=None, lease_until=None, updated_at=self.clock())
+                .values(
+                    status="queued",
+                    last_error=reason,
+                    next_attempt_at=until,
+                    attempts=MemoryJobRow.attempts - 1,
+                    locked_by=None,
+                    lease_until=None,
+                    updated_at=self.clock(),
+                )
             )
+
+    def _finish(self, request_id: str, **values: Any) -> None:
+        values |= {"locked_by": None, "lease_until": None, "updated_at": self.clock()}
+        with self.engine.begin() as conn:
+            conn.execute(_SET, {**values, "k_bot": self.bot, "k_request": request_id})
 
     def get(self, request_id: str) -> JobRow | None:
         with Session(self.reads) as s:
@@ -215,7 +221,7 @@ class SqlJobBoard:
         return SqlJobQueue(self.engine, bot=bot, clock=self.clock, read=self.reads)
 
     def claim(self, worker: str, *, lease_s: float) -> JobRow | None:
-        return claim(self.engine, self.reads, self.clock, worker, lease_s, [])
+        return claim(self.engine, self.reads, self.clock, worker, lease_s, None)
 
     def counts(self) -> dict[str, int]:
         return counts(self.reads, [])
@@ -225,33 +231,36 @@ class SqlJobBoard:
 
 
 def claim(
-    engine: Engine, read: Engine, clock: Clock, worker: str, lease_s: float, where: list[Any]
+    engine: Engine,
+    read: Engine,
+    clock: Clock,
+    worker: str,
+    lease_s: float,
+    among: str | list[Any] | None,
 ) -> JobRow | None:
-    """Take the next due job among those ``where`` admits (or a running one whose lease ran
-    out): a compare-and-set, so two workers never take the same job. ``read``: the engine
-    for its reads (``stores.sql.engine.reads``)."""
+    """Take the next due job (or a running one whose lease ran out) among every bot's
+    (``among`` None), one bot's (its id) or those a filter admits: a compare-and-set, so
+    two workers never take the same job. ``read``: the engine for its reads
+    (``stores.sql.engine.reads``)."""
     for _ in range(_CLAIM_TRIES):
         now = clock()
-        found = _next_due(read, now, where)
+        found = _next_due(read, now, among)
         if found is None:
             return None
-        key = (MemoryJobRow.bot_id == found.bot_id, MemoryJobRow.request_id == found.request_id)
         with engine.begin() as conn:  # the row as claimed comes back with the update
             won = conn.execute(
-                update(MemoryJobRow)
-                .where(
-                    *key,
-                    MemoryJobRow.status == found.status,
-                    MemoryJobRow.attempts == found.attempts,
-                )
-                .values(
-                    status="running",
-                    attempts=found.attempts + 1,
-                    locked_by=worker,
-                    lease_until=now + lease_s,
-                    updated_at=now,
-                )
-                .returning(*_JOBS.c)
+                _CLAIM,
+                {
+                    "k_bot": found.bot_id,
+                    "k_request": found.request_id,
+                    "k_status": found.status,
+                    "k_attempts": found.attempts,
+                    "status": "running",
+                    "attempts": found.attempts + 1,
+                    "locked_by": worker,
+                    "lease_until": now + lease_s,
+                    "updated_at": now,
+                },
             ).first()
         if won is not None:
             return _to_job(won)
@@ -275,7 +284,27 @@ _DUE = (
 )
 
 
-def _next_due(read: Engine, now: float, where: list[Any]) -> Any:
+def _first(query: Select[Any]) -> Select[Any]:
+    return query.order_by(_JOBS.c.next_attempt_at).limit(1)
+
+
+_DUE_ANY = tuple(_first(due) for due in _DUE)
+_DUE_BOT = tuple(_first(due.where(mine(_JOBS.c, BOT))) for due in _DUE)
+_KEY = (mine(MemoryJobRow, BOT), MemoryJobRow.request_id == bindparam("k_request"))
+_CLAIM = (
+    update(MemoryJobRow)
+    .where(
+        *_KEY,
+        MemoryJobRow.status == bindparam("k_status"),
+        MemoryJobRow.attempts == bindparam("k_attempts"),
+    )
+    .returning(*_JOBS.c)
+)
+_SET = update(MemoryJobRow).where(*_KEY)  # SET: the columns the parameters name
+_ENQUEUE = insert(MemoryJobRow)
+
+
+def _next_due(read: Engine, now: float, among: str | list[Any] | None) -> Any:
     """The due job with the earliest ``next_attempt_at``: a queued one of a chat with no
     job running (a chat's jobs run in order, chats side by side, however many workers and
     threads), or a running one whose lease ran out. Two range scans of
@@ -284,11 +313,14 @@ def _next_due(read: Engine, now: float, where: list[Any]) -> Any:
     table). No lock is needed for the order: a chat's earliest job is the only one of its
     chat offered, and a claim that loses the compare-and-set reads again, by then seeing the
     chat busy. A job waiting out a retry lets its chat's later jobs go first."""
+    if among is None or isinstance(among, str):
+        queries, params = (_DUE_ANY, {}) if among is None else (_DUE_BOT, {"k_bot": among})
+    else:
+        queries, params = tuple(_first(due.where(*among)) for due in _DUE), {}
     found = []
     with read.connect() as conn:
-        for due in _DUE:
-            query = due.where(*where).order_by(_JOBS.c.next_attempt_at).limit(1)
-            row = conn.execute(query, {"now": now}).first()
+        for query in queries:
+            row = conn.execute(query, {"now": now, **params}).first()
             if row is not None:
                 found.append(row)
     return min(found, key=lambda r: r.next_attempt_at, default=None)

@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Engine, bindparam, delete, func, insert, select, text
+from sqlalchemy import BindParameter, Engine, bindparam, delete, func, insert, select, text
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
@@ -30,7 +30,7 @@ from stores.packed import pack, unpack_many
 from stores.people import People, people_of
 from stores.scope_postings import ScopePostings
 from stores.sql.blocks import VectorBlocks
-from stores.sql.covered import chunks, covered, in_scope, mine, tenant
+from stores.sql.covered import BOT, chunks, covered, in_scope, mine, tenant
 from stores.sql.engine import reads
 from stores.sql.schema import EventDocRow, EventStrengthRow, EventTermRow
 from stores.text import terms
@@ -115,25 +115,15 @@ class SqlLexicalIndex:
             ]
         with self.engine.begin() as conn:
             # Deletes first: on SQLite the transaction takes the write lock at once.
-            conn.execute(
-                delete(EventTermRow).where(
-                    mine(EventTermRow, self.bot), EventTermRow.event_id.in_(ids)
-                )
-            )
+            key = {"k_bot": self.bot, "k_ids": ids}
+            conn.execute(_DROP_TERMS, key)
             if packed is None:
-                rows = conn.execute(
-                    select(EventDocRow.id, EventDocRow.vector).where(
-                        mine(EventDocRow, self.bot), EventDocRow.id.in_(ids)
-                    )
-                )
-                packed = {event_id: blob for event_id, blob in rows}
-            conn.execute(
-                delete(EventDocRow).where(mine(EventDocRow, self.bot), EventDocRow.id.in_(ids))
-            )
+                packed = {event_id: blob for event_id, blob in conn.execute(_VECTORS, key)}
+            conn.execute(_DROP_DOCS, key)
             rows_in = [{**d, "vector": packed.get(i)} for d, i in zip(docs, ids, strict=True)]
-            conn.execute(insert(EventDocRow), rows_in)
+            conn.execute(_INSERT_DOCS, rows_in)
             if postings:
-                conn.execute(insert(EventTermRow), postings)
+                conn.execute(_INSERT_TERMS, postings)
 
     def search(self, query: EventQuery, members: ScopeMembers | None = None) -> list[EventHit]:
         """BM25 over the query's scope; ``members``, when the caller listed the same scope
@@ -329,12 +319,8 @@ class SqlLexicalIndex:
     def get(self, ids: Sequence[str]) -> list[EventRecord]:
         if not ids:
             return []
-        with Session(self.reads) as s:
-            rows = s.scalars(
-                select(EventDocRow).where(
-                    mine(EventDocRow, self.bot), EventDocRow.id.in_(list(ids))
-                )
-            )
+        with self.reads.connect() as conn:
+            rows = conn.execute(_DOCS, {"k_bot": self.bot, "k_ids": list(ids)})
             by_id = {row.id: _record(row) for row in rows}
         return [by_id[i] for i in ids if i in by_id]
 
@@ -501,7 +487,7 @@ def _member(row: Any) -> Member:
     return Member(float(row[1]), str(row[2]), str(row[3]))
 
 
-def _record(row: EventDocRow) -> EventRecord:
+def _record(row: Any) -> EventRecord:
     return EventRecord(
         id=row.id,
         text=row.text,
@@ -509,7 +495,7 @@ def _record(row: EventDocRow) -> EventRecord:
         user_id=row.user_id,
         user_name=row.user_name,
         platform=row.platform,
-        chat_type=row.chat_type,  # type: ignore[arg-type]
+        chat_type=row.chat_type,
         chat_id=row.chat_id,
         chat_name=row.chat_name,
         persona_id=row.persona_id,
@@ -518,3 +504,21 @@ def _record(row: EventDocRow) -> EventRecord:
         context_user_id=row.context_user_id,
         importance=row.importance,
     )
+
+
+# Run for every memory stored and every reply's hits: built once, bound per call
+# (stores/sql/covered.py: BOT).
+_IDS: BindParameter[Any] = bindparam("k_ids", expanding=True)
+_DROP_TERMS = delete(EventTermRow).where(mine(EventTermRow, BOT), EventTermRow.event_id.in_(_IDS))
+_DROP_DOCS = delete(EventDocRow).where(mine(EventDocRow, BOT), EventDocRow.id.in_(_IDS))
+_VECTORS = select(EventDocRow.id, EventDocRow.vector).where(
+    mine(EventDocRow, BOT), EventDocRow.id.in_(_IDS)
+)
+_INSERT_DOCS = insert(EventDocRow)
+_INSERT_TERMS = insert(EventTermRow)
+_RECORD = ("id", "text", "timestamp", "user_id", "user_name", "platform", "chat_type",
+           "chat_id", "chat_name", "persona_id", "degraded", "context", "context_user_id",
+           "importance")  # fmt: skip
+_DOCS = select(*(getattr(EventDocRow, c) for c in _RECORD)).where(
+    mine(EventDocRow, BOT), EventDocRow.id.in_(_IDS)
+)

@@ -7,13 +7,13 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Engine, Select, delete, func, insert, select, update
+from sqlalchemy import Connection, Engine, Select, bindparam, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from domain.scope import ForgetTarget
 from stores.base import ContextUsage, Said, StoredMessage
-from stores.sql.covered import chunks, covered, mine, tenant
+from stores.sql.covered import BOT, chunks, covered, mine, tenant
 from stores.sql.engine import reads
 from stores.sql.schema import ChatMemberRow, ChatStateRow, ContextUsageRow, MessageRow
 from stores.text import keywords_of
@@ -47,35 +47,20 @@ class SqlMessageStore:
         }
         try:
             with self.engine.begin() as conn:
-                seq = conn.execute(
-                    insert(MessageRow).values(**values, bot_id=self.bot).returning(MessageRow.seq)
-                ).scalar_one()
+                seq = conn.execute(_ADD, {**values, "bot_id": self.bot}).scalar_one()
                 self._seen(conn, message)
         except IntegrityError:  # the same message again (a replay): keep the first copy
             existing = self.get(message.stream, message.persona_id, [message.message_id])
             return existing[0]
         return StoredMessage(**{**values, "seq": int(seq)})  # type: ignore[arg-type]
 
-    def _seen(self, conn: object, message: StoredMessage) -> None:
-        key = (
-            mine(ChatMemberRow, self.bot),
-            ChatMemberRow.stream == message.stream,
-            ChatMemberRow.user_id == message.user_id,
-        )
-        changed = conn.execute(  # type: ignore[attr-defined]
-            update(ChatMemberRow)
-            .where(*key)
-            .values(user_name=message.user_name, last_seen=message.timestamp)
-        ).rowcount
-        if not changed:
-            conn.execute(  # type: ignore[attr-defined]
-                insert(ChatMemberRow).values(
-                    bot_id=self.bot,
-                    stream=message.stream,
-                    user_id=message.user_id,
-                    user_name=message.user_name,
-                    last_seen=message.timestamp,
-                )
+    def _seen(self, conn: Connection, message: StoredMessage) -> None:
+        seen = {"user_name": message.user_name, "last_seen": message.timestamp}
+        key = {"k_bot": self.bot, "k_stream": message.stream, "k_user": message.user_id}
+        if not conn.execute(_SEEN, {**seen, **key}).rowcount:
+            conn.execute(
+                _MEMBER,
+                {**seen, "bot_id": self.bot, "stream": message.stream, "user_id": message.user_id},
             )
 
     def get(self, stream: str, persona_id: str, message_ids: Sequence[str]) -> list[StoredMessage]:
@@ -123,20 +108,13 @@ class SqlMessageStore:
         return self._fetch(query)
 
     def newer_than(self, stream: str, persona_id: str, seq: int) -> list[StoredMessage]:
-        query = (
-            select(MessageRow)
-            .where(*self._scope(stream, persona_id), MessageRow.seq > seq)
-            .order_by(MessageRow.seq)
-        )
-        return self._fetch(query)
+        key = {"k_bot": self.bot, "k_stream": stream, "k_persona": persona_id, "k_seq": seq}
+        with self.reads.connect() as conn:
+            return [_message(row) for row in conn.execute(_NEWER, key)]
 
     def members(self, stream: str) -> dict[str, str]:
         with self.reads.connect() as conn:
-            rows = conn.execute(
-                select(ChatMemberRow.user_id, ChatMemberRow.user_name).where(
-                    mine(ChatMemberRow, self.bot), ChatMemberRow.stream == stream
-                )
-            )
+            rows = conn.execute(_MEMBERS, {"k_bot": self.bot, "k_stream": stream})
             return {user_id: name for user_id, name in rows}
 
     def forget(self, target: ForgetTarget, said: Said | None = None) -> dict[str, int]:
@@ -219,6 +197,43 @@ def _as_rows(query: Select[Any]) -> Select[Any]:
     return query.with_only_columns(*MessageRow.__table__.columns)
 
 
+# Run on every message, so built once and bound per call (stores/sql/covered.py: BOT).
+# An UPDATE's SET takes the parameters named as columns; its WHERE's are ``k_``.
+_ADD = insert(MessageRow).returning(MessageRow.seq)
+_SEEN = update(ChatMemberRow).where(
+    mine(ChatMemberRow, BOT),
+    ChatMemberRow.stream == bindparam("k_stream"),
+    ChatMemberRow.user_id == bindparam("k_user"),
+)
+_MEMBER = insert(ChatMemberRow)
+_USAGE_SET = update(ContextUsageRow).where(  # SET: the columns the parameters name
+    mine(ContextUsageRow, BOT), ContextUsageRow.context_id == bindparam("k_context")
+)
+_USAGE_NEW = insert(ContextUsageRow)
+_IN_STATE = (
+    select(func.count())
+    .select_from(ChatStateRow)
+    .where(
+        mine(ChatStateRow, BOT),
+        ChatStateRow.state == bindparam("k_state"),
+        ChatStateRow.stream != bindparam("k_stream"),
+    )
+)
+_MEMBERS = select(ChatMemberRow.user_id, ChatMemberRow.user_name).where(
+    mine(ChatMemberRow, BOT), ChatMemberRow.stream == bindparam("k_stream")
+)
+_NEWER = _as_rows(
+    select(MessageRow)
+    .where(
+        mine(MessageRow, BOT),
+        MessageRow.stream == bindparam("k_stream"),
+        MessageRow.persona_id == bindparam("k_persona"),
+        MessageRow.seq > bindparam("k_seq"),
+    )
+    .order_by(MessageRow.seq)
+)
+
+
 def _message(row: Any) -> StoredMessage:
     return StoredMessage(
         stream=row.stream,
@@ -267,15 +282,10 @@ class SqlChatStates:
                     )
 
     def count(self, state: str, *, excluding: str | None = None) -> int:
-        query = (
-            select(func.count())
-            .select_from(ChatStateRow)
-            .where(mine(ChatStateRow, self.bot), ChatStateRow.state == state)
-        )
-        if excluding is not None:
-            query = query.where(ChatStateRow.stream != excluding)
+        # a stream id is never empty: excluding "" excludes nothing
+        params = {"k_bot": self.bot, "k_state": state, "k_stream": excluding or ""}
         with self.engine.connect() as conn:
-            return int(conn.execute(query).scalar_one())
+            return int(conn.execute(_IN_STATE, params).scalar_one())
 
     def forget(self, stream: str) -> int:
         key = (mine(ChatStateRow, self.bot), ChatStateRow.stream == stream)
@@ -311,16 +321,10 @@ class SqlContextUsage:
             "reason": usage.reason,
             "created_at": time.time(),
         }
+        key = {"k_bot": self.bot, "k_context": usage.context_id}
         with self.engine.begin() as conn:
-            changed = conn.execute(
-                update(ContextUsageRow)
-                .where(
-                    mine(ContextUsageRow, self.bot), ContextUsageRow.context_id == usage.context_id
-                )
-                .values(**values)
-            ).rowcount
-            if not changed:
-                conn.execute(insert(ContextUsageRow).values(**values))
+            if not conn.execute(_USAGE_SET, {**values, **key}).rowcount:
+                conn.execute(_USAGE_NEW, values)
 
     def get(self, context_id: str) -> ContextUsage | None:
         return self.get_many([context_id]).get(context_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, bindparam, select
 from sqlalchemy.orm import Session
 
 from domain.scope import DEFAULT_PERSONA, ChatScope
@@ -22,16 +22,16 @@ class SqlPersonaStore:
         self.reads = reads(engine)  # single reads: no transaction (stores/sql/engine.py)
 
     def get_persona(self, persona_id: str) -> Persona | None:
-        with Session(self.reads) as s:
-            row = s.get(PersonaRow, persona_id)
-            if row is None:
-                return None
-            return Persona(
-                persona_id=row.persona_id,
-                name=row.name,
-                system_prompt=row.system_prompt,
-                begin_dialogs=list(row.begin_dialogs or []),
-            )
+        with self.reads.connect() as conn:
+            row = conn.execute(_GET, {"k_persona": persona_id}).first()
+        if row is None:
+            return None
+        return Persona(
+            persona_id=row.persona_id,
+            name=row.name,
+            system_prompt=row.system_prompt,
+            begin_dialogs=list(row.begin_dialogs or []),
+        )
 
     def list_personas(self) -> list[Persona]:
         with Session(self.reads) as s:
@@ -52,3 +52,7 @@ class SqlPersonaStore:
                     updated_at=time.time(),
                 )
             )
+
+
+# Asked on every message whose persona the file does not hold: built once.
+_GET = select(PersonaRow).where(PersonaRow.persona_id == bindparam("k_persona"))

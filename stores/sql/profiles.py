@@ -14,9 +14,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sqlalchemy import Engine, delete, insert, select, update
+from sqlalchemy import Connection, Engine, bindparam, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 
 from domain.scope import ChatScope, ForgetTarget
 from stores import topics
@@ -28,7 +27,7 @@ from stores.base import (
     ProfileConflict,
     Relationship,
 )
-from stores.sql.covered import covered, mine, tenant
+from stores.sql.covered import BOT, covered, mine, tenant
 from stores.sql.engine import reads
 from stores.sql.schema import (
     Base,
@@ -50,16 +49,14 @@ class SqlProfileStore:
         self.bot = tenant(bot)
         self.clock = clock
 
-    def _one(self, table: type[Base], *where: Any) -> Any:
-        with Session(self.reads) as s:
-            return s.scalars(select(table).where(mine(table, self.bot), *where)).first()
+    def _one(self, table: type[Base], **key: str) -> Any:
+        """The row of ``table`` with this key (its ``_KEYS``), or None."""
+        params = {"k_bot": self.bot, **{f"k_{k}": v for k, v in key.items()}}
+        with self.reads.connect() as conn:
+            return conn.execute(_GET[table], params).first()
 
     def get_relationship(self, platform: str, user_id: str) -> Relationship | None:
-        row = self._one(
-            UserRelationshipRow,
-            UserRelationshipRow.platform == platform,
-            UserRelationshipRow.user_id == user_id,
-        )
+        row = self._one(UserRelationshipRow, platform=platform, user_id=user_id)
         if row is None:
             return None
         return Relationship(
@@ -75,30 +72,22 @@ class SqlProfileStore:
         )
 
     def learned_about(self, platform: str, user_id: str) -> list[LearnedProfile]:
-        query = select(LearnedProfileRow).where(
-            mine(LearnedProfileRow, self.bot),
-            LearnedProfileRow.platform == platform,
-            LearnedProfileRow.user_id == user_id,
-        )
-        with Session(self.reads) as s:
-            return [_learned(row) for row in s.scalars(query)]
+        params = {"k_bot": self.bot, "k_platform": platform, "k_user_id": user_id}
+        with self.reads.connect() as conn:
+            return [_learned(row) for row in conn.execute(_ABOUT, params)]
 
     def get_learned(self, scope: ChatScope, user_id: str) -> LearnedProfile | None:
         row = self._one(
             LearnedProfileRow,
-            LearnedProfileRow.platform == scope.platform,
-            LearnedProfileRow.user_id == user_id,
-            LearnedProfileRow.chat_type == scope.chat_type,
-            LearnedProfileRow.chat_id == scope.chat_id,
+            platform=scope.platform,
+            user_id=user_id,
+            chat_type=scope.chat_type,
+            chat_id=scope.chat_id,
         )
         return None if row is None else _learned(row)
 
     def get_group(self, platform: str, group_id: str) -> GroupProfile | None:
-        row = self._one(
-            GroupProfileRow,
-            GroupProfileRow.platform == platform,
-            GroupProfileRow.group_id == group_id,
-        )
+        row = self._one(GroupProfileRow, platform=platform, group_id=group_id)
         if row is None:
             return None
         return GroupProfile(
@@ -113,18 +102,14 @@ class SqlProfileStore:
 
     def unscoped(self, platform: str, user_id: str) -> dict[str, Any] | None:
         """Content from before profiles had provenance (migration 0006): for the operator."""
-        row = self._one(
-            UnscopedProfileRow,
-            UnscopedProfileRow.platform == platform,
-            UnscopedProfileRow.user_id == user_id,
-        )
+        row = self._one(UnscopedProfileRow, platform=platform, user_id=user_id)
         if row is None:
             return None
         keys = ("learned_in", "impression_text", "key_facts", "preference_keywords")
         return {k: getattr(row, k) for k in (*keys, "summary", "traits")}
 
     def was_applied(self, request_id: str) -> bool:
-        return self._one(ProfileMergeRow, ProfileMergeRow.request_id == request_id) is not None
+        return self._one(ProfileMergeRow, request_id=request_id) is not None
 
     def apply(self, change: ProfileChange) -> bool:
         now = self.clock()
@@ -133,22 +118,18 @@ class SqlProfileStore:
             with self.engine.begin() as conn:
                 # Written first: on SQLite the transaction takes the write lock at once.
                 conn.execute(
-                    insert(ProfileMergeRow).values(
-                        bot_id=self.bot,
-                        request_id=change.request_id,
-                        platform=rel.platform,
-                        user_id=rel.user_id,
-                        applied_at=now,
-                    )
+                    _INSERT[ProfileMergeRow],
+                    {
+                        "bot_id": self.bot,
+                        "request_id": change.request_id,
+                        "platform": rel.platform,
+                        "user_id": rel.user_id,
+                        "applied_at": now,
+                    },
                 )
                 _write(
                     conn,
                     UserRelationshipRow,
-                    (
-                        mine(UserRelationshipRow, self.bot),
-                        UserRelationshipRow.platform == rel.platform,
-                        UserRelationshipRow.user_id == rel.user_id,
-                    ),
                     rel.version,
                     {
                         "bot_id": self.bot,
@@ -169,11 +150,6 @@ class SqlProfileStore:
                     _write(
                         conn,
                         GroupProfileRow,
-                        (
-                            mine(GroupProfileRow, self.bot),
-                            GroupProfileRow.platform == group.platform,
-                            GroupProfileRow.group_id == group.group_id,
-                        ),
                         group.version,
                         {
                             "bot_id": self.bot,
@@ -191,17 +167,10 @@ class SqlProfileStore:
             raise ProfileConflict(f"user {rel.user_id}: created concurrently") from None
         return True
 
-    def _write_learned(self, conn: Any, one: LearnedProfile, now: float) -> None:
+    def _write_learned(self, conn: Connection, one: LearnedProfile, now: float) -> None:
         _write(
             conn,
             LearnedProfileRow,
-            (
-                mine(LearnedProfileRow, self.bot),
-                LearnedProfileRow.platform == one.platform,
-                LearnedProfileRow.user_id == one.user_id,
-                LearnedProfileRow.chat_type == one.chat_type,
-                LearnedProfileRow.chat_id == one.chat_id,
-            ),
             one.version,
             {
                 "bot_id": self.bot,
@@ -343,11 +312,11 @@ class SqlProfileStore:
         return rebuilt
 
 
-def _learned(row: LearnedProfileRow) -> LearnedProfile:
+def _learned(row: Any) -> LearnedProfile:
     return LearnedProfile(
         platform=row.platform,
         user_id=row.user_id,
-        chat_type=row.chat_type,  # type: ignore[arg-type]
+        chat_type=row.chat_type,
         chat_id=row.chat_id,
         chat_name=row.chat_name,
         user_name=row.user_name,
@@ -361,17 +330,43 @@ def _learned(row: LearnedProfileRow) -> LearnedProfile:
     )
 
 
-def _write(
-    conn: Any, table: type[Base], key: tuple[Any, ...], read_version: int, values: dict[str, Any]
-) -> None:
-    """Insert when the row did not exist when read (version 0), else compare-and-set."""
+def _write(conn: Connection, table: type[Base], read_version: int, values: dict[str, Any]) -> None:
+    """Insert when the row did not exist when read (version 0), else compare-and-set: the
+    row of this bot and key (``values``' own) at the version read."""
     if read_version == 0:
-        conn.execute(insert(table).values(**values, version=1))
+        conn.execute(_INSERT[table], {**values, "version": 1})
         return
+    key = {"k_bot": values["bot_id"], **{f"k_{k}": values[k] for k in _KEYS[table]}}
     result = conn.execute(
-        update(table)
-        .where(*key, table.version == read_version)  # type: ignore[attr-defined]
-        .values(**values, version=read_version + 1)
+        _CAS[table], {**values, **key, "k_version": read_version, "version": read_version + 1}
     )
     if result.rowcount != 1:
         raise ProfileConflict(f"{table.__tablename__}: changed since it was read")
+
+
+# Every memory job reads and writes these: statements built once at import, bound per call
+# (stores/sql/covered.py: BOT); a row's key columns, bound as ``k_<column>``.
+_KEYS: dict[type[Base], tuple[str, ...]] = {
+    UserRelationshipRow: ("platform", "user_id"),
+    LearnedProfileRow: ("platform", "user_id", "chat_type", "chat_id"),
+    GroupProfileRow: ("platform", "group_id"),
+    UnscopedProfileRow: ("platform", "user_id"),
+    ProfileMergeRow: ("request_id",),
+}
+
+
+def _keyed(table: Any) -> list[Any]:
+    return [mine(table, BOT), *(getattr(table, k) == bindparam(f"k_{k}") for k in _KEYS[table])]
+
+
+_GET = {table: select(table).where(*_keyed(table)) for table in _KEYS}
+_CAS: dict[type[Base], Any] = {  # SET: the columns the parameters name
+    table: update(table).where(*_keyed(table), table.version == bindparam("k_version"))
+    for table in (UserRelationshipRow, LearnedProfileRow, GroupProfileRow)
+}
+_INSERT = {table: insert(table) for table in _KEYS}
+_ABOUT = select(LearnedProfileRow).where(
+    mine(LearnedProfileRow, BOT),
+    LearnedProfileRow.platform == bindparam("k_platform"),
+    LearnedProfileRow.user_id == bindparam("k_user_id"),
+)

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Engine, and_, func, insert, select, update
+from sqlalchemy import BindParameter, Engine, and_, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from domain.scope import ChatScope
 from stores.decay import Strength
-from stores.sql.covered import chunks, mine, tenant
+from stores.sql.covered import BOT, chunks, mine, tenant
 from stores.sql.engine import reads
 from stores.sql.schema import EventDocRow, EventStrengthRow
 
@@ -22,25 +22,12 @@ class SqlEventStrength:
         self.reads = reads(engine)  # single reads: no transaction (stores/sql/engine.py)
         self.bot = tenant(bot)
 
-    def _select(self) -> Any:
-        s = EventStrengthRow
-        joined = and_(s.bot_id == EventDocRow.bot_id, s.id == EventDocRow.id)
-        return select(
-            EventDocRow.id,
-            EventDocRow.importance,
-            EventDocRow.timestamp,
-            func.coalesce(s.recalls, 0),
-            func.coalesce(s.last_recalled, 0.0),
-            func.coalesce(s.pinned, False),
-        ).outerjoin(s, joined)
-
     def of(self, ids: Sequence[str]) -> dict[str, Strength]:
         """The strengths of these events (ids not stored are left out)."""
         found: dict[str, Strength] = {}
         with self.reads.connect() as conn:
             for part in chunks(list(ids)):
-                where = [mine(EventDocRow, self.bot), EventDocRow.id.in_(part)]
-                found.update(_strengths(conn.execute(self._select().where(*where))))
+                found.update(_strengths(conn.execute(_OF, {"k_bot": self.bot, "k_ids": part})))
         return found
 
     def in_chat(self, scope: ChatScope) -> dict[str, Strength]:
@@ -52,7 +39,7 @@ class SqlEventStrength:
             EventDocRow.chat_id == scope.chat_id,
         ]
         with self.reads.connect() as conn:
-            return _strengths(conn.execute(self._select().where(*where)))
+            return _strengths(conn.execute(_STRENGTH.where(*where)))
 
     def over(self, cap: int) -> list[tuple[ChatScope, int]]:
         """The chats holding more than ``cap`` events, with their counts."""
@@ -90,17 +77,14 @@ class SqlEventStrength:
     def _touch_once(
         self, ids: Sequence[str], change: dict[str, Any], new: dict[str, Any]
     ) -> list[str]:
-        doc, row = mine(EventDocRow, self.bot), mine(EventStrengthRow, self.bot)
+        row = mine(EventStrengthRow, self.bot)
         stored: list[str] = []
         with self.engine.begin() as conn:
             for part in chunks(list(dict.fromkeys(ids))):  # bound each IN list, not the call
-                found = conn.execute(select(EventDocRow.id).where(doc, EventDocRow.id.in_(part)))
+                found = conn.execute(_STORED, {"k_bot": self.bot, "k_ids": part})
                 mine_now = list(found.scalars())
-                had = set(
-                    conn.execute(
-                        select(EventStrengthRow.id).where(row, EventStrengthRow.id.in_(mine_now))
-                    ).scalars()
-                )
+                key = {"k_bot": self.bot, "k_ids": mine_now}
+                had = set(conn.execute(_HAD, key).scalars())
                 if had:
                     conn.execute(
                         update(EventStrengthRow)
@@ -119,3 +103,21 @@ def _strengths(rows: Any) -> dict[str, Strength]:
         str(i): Strength(float(imp), float(ts), int(n), float(last), bool(pin))
         for i, imp, ts, n, last, pin in rows
     }
+
+
+# Asked for every reply's hits and recalls: built once, bound per call (covered.py: BOT).
+_IDS: BindParameter[Any] = bindparam("k_ids", expanding=True)
+_STRENGTH = select(
+    EventDocRow.id,
+    EventDocRow.importance,
+    EventDocRow.timestamp,
+    func.coalesce(EventStrengthRow.recalls, 0),
+    func.coalesce(EventStrengthRow.last_recalled, 0.0),
+    func.coalesce(EventStrengthRow.pinned, False),
+).outerjoin(
+    EventStrengthRow,
+    and_(EventStrengthRow.bot_id == EventDocRow.bot_id, EventStrengthRow.id == EventDocRow.id),
+)
+_OF = _STRENGTH.where(mine(EventDocRow, BOT), EventDocRow.id.in_(_IDS))
+_STORED = select(EventDocRow.id).where(mine(EventDocRow, BOT), EventDocRow.id.in_(_IDS))
+_HAD = select(EventStrengthRow.id).where(mine(EventStrengthRow, BOT), EventStrengthRow.id.in_(_IDS))
