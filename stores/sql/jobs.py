@@ -156,6 +156,8 @@ class SqlJobQueue:
             )
 
     def _finish(self, request_id: str, **values: Any) -> None:
+        if unknown := values.keys() - _JOBS.c.keys():  # _SET would skip them, not fail
+            raise ValueError(f"memory_jobs has no column {sorted(unknown)}")
         values |= {"locked_by": None, "lease_until": None, "updated_at": self.clock()}
         with self.engine.begin() as conn:
             conn.execute(_SET, {**values, "k_bot": self.bot, "k_request": request_id})

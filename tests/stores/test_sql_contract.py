@@ -292,6 +292,11 @@ def test_two_bots_on_one_database_never_meet(engine: Engine) -> None:
     assert messages_a.members(GROUP.key) == {"u1": "小明"} and inbox_a.waiting("t1")
     assert states_a.count("FOCUSED") == 1 and usage_a.get("c1") is not None
     assert jobs_b.get("mem-1") is None and messages_b.members(GROUP.key) == {}
+    # A bot's own queue neither takes nor finishes another's job of the same id.
+    assert jobs_b.claim("w", lease_s=60) is None
+    jobs_b.complete("mem-1", {"by": "bot-b"})
+    job_a = jobs_a.get("mem-1")
+    assert job_a is not None and (job_a.status, job_a.result) == ("queued", None)
     # A worker takes jobs of any bot, each with its bot named.
     board = SqlJobBoard(engine)
     row = board.claim("w", lease_s=60)
