@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
-from typing import Any, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -220,37 +220,31 @@ class EventQuery:
         )
 
 
-class Member(NamedTuple):
-    """One event of a scope as the covering index holds it."""
-
-    written: float  # when it was last written (indexed)
-    user_id: str
-    user_name: str
-
-
 @dataclass(frozen=True)
 class ScopeMembers:
     """The events a query's scope admits, as the SQL side knows them: each id with when it
-    was last written and who said it (so the scope's people need no query of their own),
-    a version (count, last write) that changes with any write, and the indexed text's total
-    length (BM25's average, without another scan). A list grown from an earlier version
-    says which (``grown_from``) and what was written since (``since``), so what is held of
-    that version is brought up to date in the size of the change, not of the scope."""
+    was last written (``written``) and who said it (``said_by``, so the scope's people need
+    no query of their own), a version (count, last write) that changes with any write, and
+    the indexed text's total length (BM25's average, without another scan). A list grown
+    from an earlier version says which (``grown_from``) and what was written since
+    (``since``), so what is held of that version is brought up to date in the size of the
+    change, not of the scope.
+
+    Columns, not an object per memory: a held chat's list lives as long as the process,
+    and 20k objects of a named-tuple class stayed in every full garbage collection (CPython
+    stops tracking plain tuples of strings and floats, never a subclass's). ``said_by``
+    shares one ``(user_id, user_name)`` tuple per speaker."""
 
     version: tuple[int, float]
-    rows: dict[str, Member]
+    written: dict[str, float]
+    said_by: dict[str, tuple[str, str]]
     length: int = 0
     grown_from: tuple[int, float] | None = None
     since: dict[str, float] = field(default_factory=dict)
 
     @cached_property
     def ids(self) -> list[str]:
-        return list(self.rows)
-
-    @cached_property
-    def written(self) -> dict[str, float]:
-        """Each member's last write time (what sealed vectors are checked against)."""
-        return {i: m.written for i, m in self.rows.items()}
+        return list(self.written)
 
 
 @dataclass(frozen=True)

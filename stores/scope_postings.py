@@ -105,9 +105,7 @@ def _new(held: _Held, members: ScopeMembers) -> list[str] | None:
     list says so (it starts at the last write's time, so it may repeat held rows), else
     from the whole list (a build that finished behind a busy chat's writes)."""
     candidates: Iterable[tuple[str, float]] = (
-        members.since.items()
-        if members.grown_from == held.version
-        else ((i, m.written) for i, m in members.rows.items())
+        members.since.items() if members.grown_from == held.version else members.written.items()
     )
     new = []
     for event_id, written in candidates:
@@ -144,7 +142,7 @@ def _appended(held: _Held, members: ScopeMembers, new: list[str], rows: list[Any
             else (np.concatenate([old[0], new_rows]), np.concatenate([old[1], new_tf]))
         )
     written = dict(held.written)
-    written.update((i, (at[i], members.rows[i].written)) for i in new)
+    written.update((i, (at[i], members.written[i])) for i in new)
     return _Held(members.version, held.ids + new, written, length, terms)
 
 

@@ -123,11 +123,11 @@ def _changed(held: _Held | None, members: ScopeMembers) -> dict[str, float]:
     """Members not held, or rewritten since they were, with their write times: from what
     was written since the held version when the list says so, else from the whole list."""
     if held is None:
-        return {i: m.written for i, m in members.rows.items()}
+        return dict(members.written)
     candidates: Iterable[tuple[str, float]] = (
         members.since.items()
         if held.version is not None and held.version == members.grown_from
-        else ((i, m.written) for i, m in members.rows.items())
+        else members.written.items()
     )
     return {i: written for i, written in candidates if held.rows.get(i, (0, None))[1] != written}
 
@@ -152,7 +152,7 @@ def _rebuilt(
     matrix = np.concatenate(parts) if parts else np.empty((0, 0), np.float32)
     return _Held(
         version=members.version if len(got) == len(changed) else None,
-        rows={i: (row, members.rows[i].written) for row, i in enumerate(ids)},
+        rows={i: (row, members.written[i]) for row, i in enumerate(ids)},
         ids=ids,
         matrix=matrix,
         buffer=matrix,

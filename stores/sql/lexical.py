@@ -24,7 +24,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from domain.scope import ChatScope, ForgetTarget
-from stores.base import EventHit, EventQuery, EventRecord, Member, Said, ScopeMembers, Sealed
+from stores.base import EventHit, EventQuery, EventRecord, Said, ScopeMembers, Sealed
 from stores.bm25 import gain, top_k
 from stores.packed import pack, unpack_many
 from stores.people import People, people_of
@@ -131,8 +131,8 @@ class SqlLexicalIndex:
         wanted = list(dict.fromkeys(t[:64] for t in terms(query.text)))[:MAX_QUERY_TERMS]
         if not wanted:
             return []
-        if members is not None and members.rows and query.plain and self.held is not None:
-            n_docs = len(members.rows)
+        if members is not None and members.written and query.plain and self.held is not None:
+            n_docs = len(members.written)
             best = self.held.search(
                 (self.bot, query.scope, query.persona_id),
                 members,
@@ -146,7 +146,10 @@ class SqlLexicalIndex:
                 return self._hits(best, query)
         with self.reads.connect() as conn:
             if members is not None:
-                n_docs, avg_len = len(members.rows), members.length / max(len(members.rows), 1)
+                n_docs, avg_len = (
+                    len(members.written),
+                    members.length / max(len(members.written), 1),
+                )
             else:
                 n_docs, avg_len = conn.execute(
                     select(func.count(), func.avg(EventDocRow.length)).where(
@@ -234,7 +237,10 @@ class SqlLexicalIndex:
             )
             if members is None:
                 rows = conn.execute(select(*MEMBER).where(*filters).limit(limit + 1)).all()
-                members = ScopeMembers(version, {r[0]: _member(r) for r in rows}, int(length or 0))
+                written: dict[str, float] = {}
+                said: dict[str, tuple[str, str]] = {}
+                _listed(rows, written, said)
+                members = ScopeMembers(version, written, said, int(length or 0))
         if len(members.ids) > limit:
             return None
         if query.plain:
@@ -260,7 +266,7 @@ class SqlLexicalIndex:
         if members is not None and query.plain:
             # counted from the member list (its new rows read since): a busy chat's people
             # are not grouped again in SQL after every write (~700 ms at 20k of 1M events)
-            counts = Counter((m.user_id, m.user_name) for m in members.rows.values())
+            counts = Counter(members.said_by.values())
             rows: Iterable[tuple[str, str, int]] = [(u, n, c) for (u, n), c in counts.items()]
         else:
             where = in_scope(EventDocRow, self.bot, query.scope)
@@ -470,21 +476,30 @@ def _grown(
     rows = conn.execute(
         select(*MEMBER).where(*filters, EventDocRow.indexed_at >= cached.version[1])
     ).all()
-    known = dict(cached.rows)  # a C-level copy: the chat's size costs ~0.3 ms at 20k
-    since = {r[0]: _member(r) for r in rows}
-    known.update(since)
+    known = dict(cached.written)  # C-level copies: the chat's size costs ~0.3 ms at 20k
+    said = dict(cached.said_by)
+    since = _listed(rows, known, said)
     if len(known) != version[0]:
         return None
-    written = {i: m.written for i, m in since.items()}
-    return ScopeMembers(version, known, length, cached.version, written)
+    return ScopeMembers(version, known, said, length, cached.version, since)
 
 
 # A scope's members as the covering index holds them (no table row is read).
 MEMBER = (EventDocRow.id, EventDocRow.indexed_at, EventDocRow.user_id, EventDocRow.user_name)
 
 
-def _member(row: Any) -> Member:
-    return Member(float(row[1]), str(row[2]), str(row[3]))
+def _listed(
+    rows: Sequence[Any], written: dict[str, float], said: dict[str, tuple[str, str]]
+) -> dict[str, float]:
+    """``MEMBER`` rows added to a list's columns, one speaker tuple shared by all their
+    rows; the rows' own write times."""
+    speakers: dict[tuple[str, str], tuple[str, str]] = {}
+    new = {str(r[0]): float(r[1]) for r in rows}
+    for r in rows:
+        who = (str(r[2]), str(r[3]))
+        said[str(r[0])] = speakers.setdefault(who, who)
+    written.update(new)
+    return new
 
 
 def _record(row: Any) -> EventRecord:

@@ -83,9 +83,7 @@ def test_sealed_blocks_answer_as_the_rows_do(
     by_row = store.search_exact(q(), members(store, q()), vector)
     assert store.lexical.seal(G1, "default") == 8  # two blocks of four; two stay loose
     assert block_count(engine) == 2
-    sealed = store.lexical.sealed_vectors(
-        q(), {i: m.written for i, m in members(store, q()).rows.items()}
-    )
+    sealed = store.lexical.sealed_vectors(q(), members(store, q()).written)
     assert len(sealed.ids) == 8 and len(sealed.loose) == 2 and sealed.codes.shape == (8, 384)
     again = store.search_exact(q(), members(store, q()), vector)
     assert by_row is not None and again is not None
@@ -109,7 +107,7 @@ def test_a_rewritten_event_is_read_from_its_row(
     row = store._changed_vectors(q(), listed, listed.ids)["g1-e1"]
     fresh = embeddings.embed_documents(["小明最近迷上了潜水"])[0]
     assert np.allclose(row, fresh, atol=2e-3)
-    sealed = store.lexical.sealed_vectors(q(), {i: m.written for i, m in listed.rows.items()})
+    sealed = store.lexical.sealed_vectors(q(), listed.written)
     assert sealed.loose == ["g1-e1"]
 
 
@@ -141,7 +139,7 @@ def test_a_second_bot_reads_and_seals_none_of_the_first_bots_blocks(
     b = make(engine, chroma_client, embeddings, bot="bot-b")
     a.upsert_many([event(n) for n in range(8)])
     a.lexical.seal(G1, "default")
-    wanted = {i: m.written for i, m in members(a, q()).rows.items()}
+    wanted = members(a, q()).written
     assert len(a.lexical.sealed_vectors(q(), wanted).ids) == 8
     stolen = b.lexical.sealed_vectors(q(), wanted)  # the same scope and ids, as bot b
     assert stolen.ids == [] and sorted(stolen.loose) == sorted(wanted)
@@ -168,7 +166,7 @@ def test_sealing_twice_at_once_seals_each_event_once(
     for t in threads:
         t.join()
     listed = members(store, q())
-    found = store.lexical.sealed_vectors(q(), {i: m.written for i, m in listed.rows.items()})
+    found = store.lexical.sealed_vectors(q(), listed.written)
     assert len(found.ids) == len(set(found.ids)) == 40 and sum(sealed) >= 40
 
 
@@ -227,7 +225,7 @@ def test_an_id_with_a_newline_stays_loose(
     store.upsert_many([odd, *(event(n) for n in range(1, 9))])
     assert store.lexical.seal(G1, "default") == 8
     listed = members(store, q())
-    sealed = store.lexical.sealed_vectors(q(), {i: m.written for i, m in listed.rows.items()})
+    sealed = store.lexical.sealed_vectors(q(), listed.written)
     assert sealed.loose == [odd.id] and len(sealed.ids) == 8
     found = store.search_exact(q(), listed, embeddings.embed_query("小明下周去北京出差"))
     assert found is not None and found[0][0] == odd.id
@@ -277,6 +275,6 @@ def test_an_event_sealed_twice_is_read_once(
         row = conn.execute(select(EventVectorBlockRow)).mappings().one()
         conn.execute(EventVectorBlockRow.__table__.insert(), {**row, "seq": 99})
     listed = members(store, q())
-    sealed = store.lexical.sealed_vectors(q(), {i: m.written for i, m in listed.rows.items()})
+    sealed = store.lexical.sealed_vectors(q(), listed.written)
     assert sorted(sealed.ids) == sorted(listed.ids) and sealed.codes.shape == (4, 384)
     assert sealed.norms.shape == (4,)

@@ -323,7 +323,7 @@ def test_the_scope_members_are_reused_until_the_scope_changes(sqlite_engine: Eng
     index.upsert(event("a", "一（改）"))
     rewritten = index.scope_members(q("x"), 100)
     assert rewritten is not first and rewritten is not None
-    assert rewritten.rows["a"].written > first.rows["a"].written  # a rewrite is a change too
+    assert rewritten.written["a"] > first.written["a"]  # a rewrite is a change too
     index.upsert(event("b", "二"))
     assert sorted(index.scope_members(q("x"), 100).ids) == ["a", "b"]  # type: ignore[union-attr]
     assert index.scope_members(q("x"), 1) is None  # over the limit: Chroma's own filter
@@ -342,7 +342,7 @@ def test_a_scope_list_grows_by_its_new_writes_and_is_read_whole_after_a_removal(
     index.upsert(event("e1", "第1条（改）"))
     grown = index.scope_members(q("x"), 100)
     assert grown is not None and sorted(grown.ids) == ["e0", "e1", "e2", "e3"]
-    assert grown.rows["e1"].written > first.rows["e1"].written  # rewritten
+    assert grown.written["e1"] > first.written["e1"]  # rewritten
     # what was written since the first list, said so: held vectors follow in its size
     # (with the first list's last write, read again: the version's time is inclusive)
     assert grown.grown_from == first.version and set(grown.since) == {"e1", "e2", "e3"}

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stores.base import Member, ScopeMembers
+from stores.base import ScopeMembers
 from stores.scope_vectors import ScopeVectors
 
 DIM = 8
@@ -57,10 +57,11 @@ def test_held_search_is_exact_after_any_writes(ops: list[tuple[str, int]], seed:
             continue
         old = held._held.get("chat")
         ids = list(truth)
-        rows = {i: Member(truth[i][1], "u", "U") for i in ids}
+        written = {i: truth[i][1] for i in ids}
+        said = dict.fromkeys(ids, ("u", "U"))
         # as SQL grows a list: from the last version, with what was written since it
         since = {i: truth[i][1] for i in ids if truth[i][1] == clock}
-        members = ScopeMembers((len(ids), clock), rows, 0, (len(before), clock - 1), since)
+        members = ScopeMembers((len(ids), clock), written, said, 0, (len(before), clock - 1), since)
         query = rng.normal(size=DIM).astype(np.float32)
         k = min(5, len(ids))
         fetched.clear()
@@ -87,8 +88,8 @@ def test_a_new_memory_is_appended_without_copying_the_held_rows() -> None:
     def search(count: int, top: str) -> str:
         ids = list(vectors)[:count]
         written = [1.0] * 100 + [2.0, 3.0][: count - 100]
-        rows = {i: Member(w, "u", "U") for i, w in zip(ids, written, strict=True)}
-        members = ScopeMembers((count, written[-1]), rows)
+        times = dict(zip(ids, written, strict=True))
+        members = ScopeMembers((count, written[-1]), times, dict.fromkeys(ids, ("u", "U")))
         got = held.search("chat", members, vectors[top], 1, fetch)
         assert got is not None
         return got[0][0]
