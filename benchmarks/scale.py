@@ -16,7 +16,10 @@ chats (at most 10,000). Then, in this one process:
 Then the memory worker's throughput: the same rule jobs queued once, drained by 1, 2 and 4
 ``groupmind worker --once`` processes of 1 and of 4 threads each (``WORKER_THREADS``) over
 a Chroma server, with SQL and checkpoints in
-SQLite, then in PostgreSQL (jobs/s from the first job done to the last). And the OneBot
+SQLite, then in PostgreSQL (jobs/s from the first job done to the last; a worker's CPU a
+job counted after its first job, its start-up apart). And replies while a worker drains
+jobs beside them, at niceness 0 and at ``WORKER_NICE``'s default (benchmarks/beside.py).
+And the OneBot
 bridge's messages/s end to end, as a `groupmind onebot` process answers a burst from a
 protocol stand-in, and until its own worker has remembered them (benchmarks/bridge_rate.py).
 And whether int8 vectors keep exact search's rankings, on LoCoMo (benchmarks/packed_recall.py).
@@ -56,6 +59,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.beside import arm_name, replies_beside
 from benchmarks.bridge_rate import bridge_rate
 from benchmarks.chroma_writes import chroma_writes
 from benchmarks.chroma_writes import rows as chroma_write_rows
@@ -266,8 +270,7 @@ def drain(env: dict[str, str], workers: int, count: int, pin: bool = False) -> d
             for i, out in enumerate(outs)
         ]
         cores = [_cores(proc) for proc in procs]
-        for proc in procs:
-            proc.wait()
+        steady = _steady_cpu(procs, outs)
         wall = time.monotonic() - t0
         for out in outs:
             out.seek(0)
@@ -277,7 +280,8 @@ def drain(env: dict[str, str], workers: int, count: int, pin: bool = False) -> d
     busy1, idle1 = machine_cpu_s()
     cpu = {"wall_s": wall, "workers_s": _children_cpu_s() - children0,
            "chroma_s": sum(map(process_cpu_s, CHROMA_PIDS)) - chroma0,
-           "machine_busy_s": busy1 - busy0, "machine_s": busy1 + idle1 - busy0 - idle0}  # fmt: skip
+           "machine_busy_s": busy1 - busy0, "machine_s": busy1 + idle1 - busy0 - idle0,
+           "steady": steady}  # fmt: skip
     # when each job was done, from its row: the span excludes the processes' start-up
     rows = runtime.board.list("done", count + 10)
     finished = sorted(r.updated_at for r in rows)
@@ -285,6 +289,35 @@ def drain(env: dict[str, str], workers: int, count: int, pin: bool = False) -> d
     return {"workers": workers, "pinned": pin, "cores": cores, "jobs": len(finished),
             "statuses": statuses, "cpu": cpu,
             "jobs_per_s": (len(finished) - 1) / span if span else float("nan")}  # fmt: skip
+
+
+def _steady_cpu(procs: list[subprocess.Popen[str]], outs: list[Any]) -> list[dict[str, float]]:
+    """Wait for the workers; per worker, its CPU seconds up to its first job's line (start-up:
+    imports, models, the first job) and after it, with the jobs after it. A worker's CPU a
+    job is the latter over those jobs: start-up, paid once by each worker, is not a job's."""
+    first: dict[int, float] = {}
+    ended: dict[int, float] = {}
+    while len(ended) < len(procs):
+        for proc, out in zip(procs, outs, strict=True):
+            if proc.pid in ended:
+                continue
+            if proc.pid not in first and os.fstat(out.fileno()).st_size:
+                try:  # taskset execs the worker: the same pid
+                    first[proc.pid] = process_cpu_s(proc.pid)
+                except OSError:  # it ended meanwhile: its start-up is unknown
+                    pass
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                ended[proc.pid] = usage.ru_utime + usage.ru_stime
+        time.sleep(0.005)
+    steady = []
+    for proc, out in zip(procs, outs, strict=True):
+        out.seek(0)
+        jobs = sum(1 for _ in out)
+        start = first.get(proc.pid, float("nan"))
+        steady.append({"startup_s": start, "after_s": ended[proc.pid] - start, "jobs": jobs - 1})
+    return steady
 
 
 def _cores(proc: subprocess.Popen[str], timeout_s: float = 30) -> list[int]:
@@ -376,7 +409,8 @@ def print_report(report: dict[str, Any]) -> None:
         pinned = ", worker i on core i" if any(r.get("pinned") for r in report["workers"]) else ""
         t = Table(title=f"memory worker throughput (rule jobs; Chroma server{pinned})")
         for col in ("SQL + checkpoints", "threads a worker", "workers", "jobs", "jobs/s",
-                    "× one worker", "cores busy", "CPU ms a job: workers / Chroma / rest"):  # fmt: skip
+                    "× one worker", "cores busy", "CPU ms a job: workers / Chroma / rest",
+                    "worker CPU ms a job after its first", "worker start-up CPU s"):  # fmt: skip
             t.add_column(col, justify="right")
         one = {run_key(r): r for r in report["workers"] if r["workers"] == 1}
         for r in report["workers"]:
@@ -391,6 +425,18 @@ def print_report(report: dict[str, Any]) -> None:
                     f"{ceiling[1]} cores busy, so N such workers can reach at most "
                     f"{ceiling[1] / ceiling[0]:.2f}× one here"
                 )
+    if beside := report.get("beside"):
+        t = Table(title="replies with a `groupmind worker` draining jobs beside them "
+                  "(its default threads, not pinned; a Chroma server)")  # fmt: skip
+        for col in ("worker", "replies", "reply p50 / p95 ms", "worker jobs/s meanwhile"):
+            t.add_column(col, justify="right")
+        for nice in dict.fromkeys(b["nice"] for b in beside):
+            arm = [b for b in beside if b["nice"] == nice]
+            ms = [m for b in arm for m in b["reply_ms"]]
+            rates = " / ".join(f"{b['jobs_per_s']:.1f}" for b in arm)
+            t.add_row(arm_name(nice), str(len(ms)), f"{pct(ms, 50):.1f} / {pct(ms, 95):.1f}",
+                      "-" if nice is None else rates)  # fmt: skip
+        console.print(t)
     if writes := report.get("chroma_writes"):
         t = Table(
             title="one Chroma server's upserts (client processes; a memory job makes one of 1)"
@@ -440,10 +486,15 @@ def run_key(r: dict[str, Any]) -> tuple[str, int]:
 def cpu_cells(r: dict[str, Any]) -> list[str]:
     cpu = r.get("cpu")
     if not cpu or not r["jobs"]:
-        return ["-", "-"]
+        return ["-", "-", "-", "-"]
     rest = cpu["machine_busy_s"] - cpu["workers_s"] - cpu["chroma_s"]
     per = [1000 * x / r["jobs"] for x in (cpu["workers_s"], cpu["chroma_s"], rest)]
-    return [f"{cpu['machine_busy_s'] / cpu['wall_s']:.2f}", " / ".join(f"{x:.0f}" for x in per)]
+    cells = [f"{cpu['machine_busy_s'] / cpu['wall_s']:.2f}", " / ".join(f"{x:.0f}" for x in per)]
+    if steady := cpu.get("steady"):  # reports before stop 46 have no split
+        after = sum(w["after_s"] for w in steady) / max(1, sum(w["jobs"] for w in steady))
+        startup = sum(w["startup_s"] for w in steady) / len(steady)
+        return [*cells, f"{1000 * after:.0f}", f"{startup:.1f}"]
+    return [*cells, "-", "-"]
 
 
 def cpu_ceiling(r: dict[str, Any]) -> tuple[float, int] | None:
@@ -506,6 +557,9 @@ def main() -> None:
                         help="done jobs in the queue before 100 claims are timed; none: skip")  # fmt: skip
     parser.add_argument("--chroma-writes", type=int, default=300,
                         help="upserts a Chroma writer makes (1 and 2 at once); 0: skip")  # fmt: skip
+    parser.add_argument("--beside", type=int, default=2,
+                        help="rounds of replies with no worker, and a worker at nice 0 and at "
+                        "WORKER_NICE's default, draining jobs beside them; 0: skip")  # fmt: skip
     parser.add_argument("--bridge-messages", type=int, default=600, help="0: no bridge run")
     parser.add_argument("--bridge-chats", type=int, default=20)
     parser.add_argument("--packed-recall", type=int, default=10,
@@ -531,9 +585,11 @@ def main() -> None:
         args.workers, args.jobs, args.backends, args.threads = [1, 2], 12, ["sqlite"], [1, 2]
         args.claim_history, args.chroma_writes = [0, 2_000], 10
         args.bridge_messages, args.bridge_chats, args.packed_recall = 40, 4, 1
+        args.beside = 1
     console.print(f"[bold]groupmind at scale[/bold] on {machine()}")
     report: dict[str, Any] = {"machine": machine(), "scales": [], "workers": [], "bridge": None,
-                              "packed": None, "claims": [], "chroma_writes": []}  # fmt: skip
+                              "packed": None, "claims": [], "chroma_writes": [],
+                              "beside": []}  # fmt: skip
     for n in args.scales:
         console.print(f"{n:,} events over {chats_for(n):,} chats ...")
         report["scales"].append(one_scale(n, args.work_dir, args.searches, args.replies))
@@ -544,6 +600,10 @@ def main() -> None:
         report["workers"] = throughput(
             args.work_dir, tuple(args.workers), args.jobs, args.backends, args.threads, args.pin
         )
+    if args.beside:
+        console.print("replies with a worker draining jobs beside them ...")
+        small = {"events": 200, "jobs_n": 60} if args.smoke else {}
+        report["beside"] = replies_beside(args.work_dir, args.beside, args.replies, **small)
     if args.chroma_writes:
         console.print("one Chroma server's writes, one writer and two ...")
         (args.work_dir / "chroma-writes").mkdir(parents=True, exist_ok=True)

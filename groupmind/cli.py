@@ -315,8 +315,12 @@ def worker(
     """Process queued memory jobs (retries with backoff) until interrupted. A database,
     Chroma server or model that is down, at start or later, is waited for. A job runs the
     variants it was queued with; --variant picks those of jobs that name none."""
+    from groupmind.worker import lower_priority
     from nodes.variants import UnknownVariant
 
+    # Background work: yield the cores to replies and to the stores a job waits on. Before
+    # the session starts its threads (leases, embedding), so that they all inherit it.
+    lower_priority(STATE.settings.worker_nice)
     if once:
         session = _session(variant)
         done = session.worker.drain(lambda o: _emit(o.as_json()))

@@ -198,6 +198,14 @@ class Settings(BaseSettings):
         "job's waits (Chroma, the database) leave the core to another's embedding, and the "
         "model runs on both cores; a chat's jobs still run one at a time, in order",
     )
+    worker_nice: int = Field(
+        default=10,
+        ge=0,
+        le=19,
+        description="how much `groupmind worker` lowers its own CPU priority (nice) at start: "
+        "memory jobs are background work, so on a shared machine the reply servers and the "
+        "stores a job waits on (the Chroma server, PostgreSQL) run first; 0 leaves it",
+    )
     keep_checkpoints: bool = Field(
         default=False, description="keep a memory job's checkpoints after it is done"
     )

@@ -25,6 +25,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from langgraph.graph.state import CompiledStateGraph
@@ -42,6 +43,29 @@ from state.validation import InputError
 from stores.base import JobQueue, JobRow, job_thread_id
 
 log = logging.getLogger("groupmind.worker")
+
+
+def lower_priority(nice: int) -> None:
+    """Raise the niceness of every thread of this process to at least ``nice``, never
+    lower it (an operator's ``nice -n 15`` stays). On Linux niceness is a thread's: threads
+    already running (numpy's BLAS pool starts at import) are set one by one, and threads
+    started later inherit the caller's. Where the kernel groups by session (autogroup) and
+    this process leads its own session, as a supervisor such as honcho starts each process,
+    the niceness of threads only orders them among themselves: the session's group gets it."""
+    tasks = Path("/proc/self/task")
+    for tid in [int(t) for t in os.listdir(tasks)] if tasks.exists() else [0]:
+        try:
+            if nice > os.getpriority(os.PRIO_PROCESS, tid):
+                os.setpriority(os.PRIO_PROCESS, tid, nice)
+        except ProcessLookupError:  # that thread ended meanwhile
+            pass
+    group = Path("/proc/self/autogroup")  # "/autogroup-42 nice 0"
+    if os.getsid(0) == os.getpid() and group.exists():
+        try:
+            if nice > int(group.read_text().split()[-1]):
+                group.write_text(str(nice))
+        except (OSError, ValueError):  # not allowed here, or not Linux's format
+            log.warning("could not lower the CPU priority of this session's group")
 
 
 def on_baselines(chosen: dict[str, str]) -> bool:

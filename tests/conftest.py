@@ -34,6 +34,9 @@ SHANGHAI = ZoneInfo("Asia/Shanghai")
 # Never let a test reach a real tracing endpoint (offline, process exit would hang while the client retries).
 os.environ["LANGSMITH_TRACING"] = "false"
 os.environ.pop("LANGCHAIN_TRACING_V2", None)
+# `groupmind worker` run in-process (CliRunner) lowers its process's CPU priority, which
+# would be this test runner's, for every test after it (WORKER_NICE).
+os.environ.setdefault("GROUPMIND_WORKER_NICE", "0")
 
 
 def _unavailable(reason: str) -> None:

@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,8 +68,11 @@ def env_for(data: Path, **settings: str) -> dict[str, str]:
     return env
 
 
-def start_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "groupmind.cli", "worker", "--poll", "0.2"]
+def start_worker(
+    env: dict[str, str], log: Path, prefix: Sequence[str] = ()
+) -> subprocess.Popen[bytes]:
+    """``prefix``: a command that runs the worker (``nice -n 5``), which execs it: one pid."""
+    cmd = [*prefix, sys.executable, "-m", "groupmind.cli", "worker", "--poll", "0.2"]
     with log.open("ab") as out:
         return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from benchmarks.common import SHARED_DATA
+from groupmind.settings import Settings
 from tests import langhost
 from tests.conftest import _unavailable
 
@@ -147,7 +148,13 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
     bridge = found["bridge"]  # every chat's last message answered, every message remembered
     assert bridge["messages"] == 40 and bridge["replies"] >= 4 and bridge["jobs_waiting"] == 0
     assert 0 < bridge["remembered_per_s"] <= bridge["messages_per_s"]
+    # replies with no worker, then with a worker at nice 0 and at the default draining jobs
+    beside = found["beside"]
+    assert [b["nice"] for b in beside] == [None, 0, Settings.model_fields["worker_nice"].default]
+    assert all(len(b["reply_ms"]) == 10 for b in beside)
+    assert beside[0]["jobs_per_s"] == 0 and all(b["jobs_per_s"] > 0 for b in beside[1:])
     assert "jobs/s" in out and "1,200" in out and "OneBot bridge" in out  # the tables printed
+    assert "a worker at nice 0" in out
     (svg,) = (tmp_path / "out").glob("scale-*.svg")  # the curves, one per measure
     assert svg.read_text().count("<polyline") == 9
 
