@@ -1,9 +1,9 @@
 """Replies while a `groupmind worker` drains memory jobs beside them on the same cores: no
 worker, a worker at niceness 0, and one at ``WORKER_NICE``'s default. Each arm on a fresh
 data dir (SQLite, a Chroma server shared by the bot and the worker): events loaded, jobs
-queued, the worker (default threads, not pinned) started, and once it has finished a job,
-replies timed back to back, with how many jobs the worker finished meanwhile. Arms alternate, round after round. Part of
-``make bench-scale`` (``--beside``)."""
+queued, the worker (default threads, not pinned) started; once it has finished a job,
+replies are timed back to back, and the jobs it finishes meanwhile counted. Arms alternate,
+round after round. Part of ``make bench-scale`` (``--beside``)."""
 
 from __future__ import annotations
 
