@@ -18,7 +18,7 @@ from typing import Any
 
 from benchmarks.latency import pool, populate
 from groupmind.settings import Settings
-from groupmind.wiring import build_runtime
+from groupmind.wiring import Runtime, build_runtime
 from stores.base import Persona
 
 STARTUP_S = 120.0  # at most, for the worker's first job: replies are timed once it runs jobs
@@ -56,15 +56,13 @@ def replies_beside(
                     done0, t0 = _done(runtime), time.monotonic()
                     ms = scale.replies(runtime, replies_n, prefix=f"b{nice}-{r}-")
                     jobs_per_s = (_done(runtime) - done0) / (time.monotonic() - t0)
-                    drained = proc is not None and proc.poll() is not None
                 finally:
                     if proc:
                         proc.kill()
                         proc.wait()
                     if runtime.background:
                         runtime.background.stop()
-            out.append({"round": r, "nice": nice, "reply_ms": ms, "jobs_per_s": jobs_per_s,
-                        "worker_ran_out": drained})  # fmt: skip
+            out.append({"round": r, "nice": nice, "reply_ms": ms, "jobs_per_s": jobs_per_s})
     return out
 
 
@@ -76,7 +74,7 @@ def _worker(run: Path, port: int, nice: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _done(runtime: Any) -> int:
+def _done(runtime: Runtime) -> int:
     return int(runtime.board.counts().get("done", 0))
 
 
