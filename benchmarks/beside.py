@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.latency import pool, populate
+from benchmarks.workload import chroma_server, jobs, replies
 from groupmind.settings import Settings
 from groupmind.wiring import Runtime, build_runtime
 from stores.base import Persona
@@ -27,8 +28,6 @@ STARTUP_S = 120.0  # at most, for the worker's first job: replies are timed once
 def replies_beside(
     work: Path, rounds: int, replies_n: int, events: int = 2000, jobs_n: int = 1500
 ) -> list[dict[str, Any]]:
-    from benchmarks import scale  # at run time: scale imports this module
-
     default = Settings.model_fields["worker_nice"].default
     out = []
     for r in range(rounds):
@@ -36,7 +35,7 @@ def replies_beside(
             run = work / f"beside-{nice}"
             shutil.rmtree(run, ignore_errors=True)
             run.mkdir(parents=True)
-            with scale.chroma_server(run) as port:
+            with chroma_server(run) as port:
                 settings = {"data_dir": run / "data", "chroma_host": "127.0.0.1",
                             "chroma_port": port}  # fmt: skip
                 runtime = build_runtime(Settings(_env_file=None, **settings))  # type: ignore[arg-type]
@@ -44,7 +43,7 @@ def replies_beside(
                 texts, vectors = pool(work / "cache", runtime.embeddings, min(1000, events))
                 populate(runtime, events, texts, vectors, chats=20)
                 worker = runtime.memory_worker()
-                for job in scale.jobs(jobs_n):
+                for job in jobs(jobs_n):
                     worker.submit(
                         {**job, "request_id": f"{job['request_id']}-{uuid.uuid4().hex[:6]}"}
                     )
@@ -54,7 +53,7 @@ def replies_beside(
                     while proc and not _done(runtime) and time.monotonic() < deadline:
                         time.sleep(0.05)
                     done0, t0 = _done(runtime), time.monotonic()
-                    ms = scale.replies(runtime, replies_n, prefix=f"b{nice}-{r}-")
+                    ms = replies(runtime, replies_n, prefix=f"b{nice}-{r}-")
                     jobs_per_s = (_done(runtime) - done0) / (time.monotonic() - t0)
                 finally:
                     if proc:
