@@ -548,6 +548,16 @@ def test_a_scope_sql_does_not_list_is_asked_of_chroma_by_its_keys_and_read_from_
     hits = store.search(q("北京"))
     assert [h.event.id for h in hits] == ["a"]  # g2's never, though Chroma's rows are lean
     assert hits[0].event.user_name == "小明"
+    # the five keys alone narrow Chroma itself (not only the check on SQL's records):
+    # the chat and persona, a speaker, a time span
+    vector = store.vector.embed_query("北京")
+    nearest = store.vector.nearest_where
+    assert [i for i, _ in nearest(q("北京"), vector)] == ["a"]
+    assert nearest(replace(q("北京"), persona_id="meow"), vector) == []
+    assert nearest(replace(q("北京"), user_id="someone-else"), vector) == []
+    assert [i for i, _ in nearest(replace(q("北京"), user_id="u"), vector)] == ["a"]
+    assert nearest(replace(q("北京"), time_from=1e9 + 1), vector) == []
+    assert [i for i, _ in nearest(replace(q("北京"), time_to=1e9), vector)] == ["a"]
 
 
 def test_forget_blanks_the_answered_message_in_chroma_rows_written_before_they_were_lean(
