@@ -620,13 +620,15 @@ def compact(
     """Have the storage engines let go of what they keep of deleted rows on disk (SQLite
     free pages and logs, Chroma's write log, PostgreSQL with --full), after pruning every
     thread's checkpoint history to its latest, and seal each chat's loose vectors in blocks
-    (a chat not held is read in a few rows). Forget runs it, without the sealing."""
+    (a chat not held is read in a few rows), and leave Chroma's rows only what it filters
+    by (rows written before held the text). Forget runs it, without those two."""
     from stores.compact import purge_chroma
 
     if chroma_path is not None:
         out.print(f"chroma: {purge_chroma(chroma_path / 'chroma.sqlite3')}")
         return
     from groupmind.session import open_session
+    from stores.hybrid import HybridEventStore
     from stores.sql.blocks import VectorBlocks
     from stores.sql.covered import tenant
 
@@ -634,6 +636,9 @@ def compact(
     runtime = session.runtime
     sealed = VectorBlocks(runtime.engine, tenant(session.deps.bot_id)).seal_all()
     out.print(f"vectors: {sealed} sealed in blocks")
+    events = session.deps.events
+    if isinstance(events, HybridEventStore):  # rows written by older versions hold the text
+        out.print(f"chroma rows: {events.vector.make_lean()} made lean (vector and scope keys)")
     for store, how in runtime.compact(full=full).items():
         out.print(f"{store}: {how}")
 

@@ -19,7 +19,6 @@ import time
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +27,7 @@ from langchain_core.embeddings import Embeddings
 
 from domain.limits import DEFAULTS
 from domain.scope import ChatScope, ForgetTarget, check_bot_id
-from stores.base import EventHit, EventQuery, EventRecord, Said
+from stores.base import EventQuery, EventRecord
 
 if TYPE_CHECKING:
     from langchain_chroma import Chroma
@@ -164,8 +163,7 @@ def filter_keys(event: EventRecord) -> dict[str, Any]:
     }
 
 
-def _meta(event: EventRecord) -> dict[str, Any]:
-    return {**event.metadata(), **filter_keys(event)}
+LEAN_KEYS = frozenset(("chat_key", "scope_key", "user_id", "timestamp", "platform"))
 
 
 def where_for(query: EventQuery) -> dict[str, Any]:
@@ -275,12 +273,6 @@ class ChromaEventVectors:
             groups[shard_of(event.scope.key, self.shards)].append(i)
         return groups
 
-    def _metadata(self, event: EventRecord) -> dict[str, Any]:
-        return filter_keys(event)
-
-    def _documents(self, events: Sequence[EventRecord]) -> list[str] | None:
-        return None
-
     def upsert_many(
         self, events: Sequence[EventRecord], vectors: Sequence[Sequence[float]] | None = None
     ) -> None:
@@ -292,8 +284,7 @@ class ChromaEventVectors:
             self._shard(shard)._collection.upsert(
                 ids=[e.id for e in chosen],
                 embeddings=np.asarray([vectors[i] for i in at], dtype=np.float32),
-                documents=self._documents(chosen),
-                metadatas=[self._metadata(e) for e in chosen],
+                metadatas=[filter_keys(e) for e in chosen],
             )
 
     def vectors(self, ids: list[str]) -> dict[str, np.ndarray]:
@@ -393,6 +384,23 @@ class ChromaEventVectors:
                 gone: dict[str, Any] = {"context": None, "context_user_id": None}
                 store._collection.update(ids=holders, metadatas=[gone] * len(holders))
 
+    def make_lean(self, batch: int = 1000) -> int:
+        """Rewrite the rows written before they carried only ``filter_keys`` (or merged
+        into such a row by an upsert): their text blanked and every other key gone, their
+        vector kept (``groupmind compact``). Returns how many were rewritten; a second pass
+        finds none. One ``update`` a batch, so a kill leaves each row old or lean; a row
+        deleted meanwhile can shift the pages past one row (the next pass finds it)."""
+        done = 0
+        for store in self._all():
+            collection, offset = store._collection, 0
+            while True:
+                got = collection.get(include=["metadatas", "documents"], limit=batch, offset=offset)
+                if not got["ids"]:
+                    break
+                offset += len(got["ids"])
+                done += _lean(collection, got)
+        return done
+
     def forget(self, target: ForgetTarget) -> list[str]:
         """Delete the events the target covers; returns their ids."""
         clauses: list[dict[str, Any]] = [
@@ -420,84 +428,6 @@ class ChromaEventVectors:
             wanted = [i for i in wanted if i not in held]
 
 
-class ChromaEventStore(ChromaEventVectors):
-    """A whole event store in Chroma alone: each row also carries the event's text and
-    every field, so it searches, gets and scrubs without SQL (an ``EventStore`` of its own,
-    as the contract tests run it; the app's events are ``HybridEventStore``'s)."""
-
-    def _metadata(self, event: EventRecord) -> dict[str, Any]:
-        return _meta(event)
-
-    def _documents(self, events: Sequence[EventRecord]) -> list[str] | None:
-        return [e.text for e in events]
-
-    def upsert(self, event: EventRecord) -> None:
-        self.upsert_many([event])
-
-    def search(
-        self,
-        query: EventQuery,
-        *,
-        within: Sequence[str] | None = None,
-        vector: Sequence[float] | None = None,
-    ) -> list[EventHit]:
-        """Dense search in the query's scope, with each hit's event. ``within``: the scope's
-        ids, known from SQL (``nearest``); without them Chroma's metadata filter narrows
-        (~48 ms at 200k events against ~9 ms for an id list). Every hit is checked against
-        the scope either way. ``vector``: the query's embedding, when the caller has it."""
-        if within is not None and not within:
-            return []
-        embedding = list(vector) if vector is not None else self.embed_query(query.text)
-        store = self._for(query.scope)
-        if within is not None:
-            ranked = self.nearest(query, within, embedding)
-            if ranked is not None:
-                events = {e.id: e for e in _records(store, ids=[i for i, _ in ranked])}
-                return [
-                    EventHit(events[i], score)
-                    for i, score in ranked
-                    if i in events and query.admits(events[i])
-                ]
-        found = store.similarity_search_by_vector_with_relevance_scores(
-            embedding, k=query.top_k, filter=where_for(query)
-        )
-        hits = []
-        for doc, distance in found:
-            event = EventRecord.from_metadata(str(doc.id), doc.page_content, doc.metadata)
-            if query.admits(event):  # belt and braces: never trust a filter blindly
-                hits.append(EventHit(event, 1.0 - float(distance)))
-        return hits
-
-    def get(self, ids: Sequence[str]) -> list[EventRecord]:
-        if not ids:
-            return []
-        by_id: dict[str, EventRecord] = {}
-        for store in self._all():
-            wanted = [i for i in ids if i not in by_id]
-            if not wanted:
-                break
-            by_id.update((e.id, e) for e in _records(store, ids=wanted))
-        return [by_id[i] for i in ids if i in by_id]
-
-    def scrub_context(self, target: ForgetTarget, said: Said) -> list[str]:
-        where: Any = {"chat_key": target.chat.key} if target.chat else {"platform": target.platform}
-        found = [
-            replace(event, context="", context_user_id="")
-            for store in self._covering(target)
-            for event in _records(store, where=where)
-            if said.answered_in(event)
-        ]
-        self.rewrite_metadata(found)
-        return [e.id for e in found]
-
-    def rewrite_metadata(self, events: Sequence[EventRecord]) -> None:
-        """New metadata for stored events, their vectors kept (nothing is embedded again)."""
-        for shard, at in self._by_shard(events).items():
-            self._shard(shard)._collection.update(
-                ids=[events[i].id for i in at], metadatas=[_meta(events[i]) for i in at]
-            )
-
-
 def nearest_ids(
     store: Chroma,
     vector: Sequence[float],
@@ -518,13 +448,35 @@ def nearest_ids(
     return [(str(i), 1.0 - float(d)) for i, d in zip(got["ids"][0], distances, strict=True)]
 
 
-def _records(store: Chroma, **where: Any) -> list[EventRecord]:
-    """The events a Chroma ``get`` (by ``ids`` or ``where``) finds, text and metadata read."""
-    got = store.get(**where, include=["documents", "metadatas"])
-    return [
-        EventRecord.from_metadata(i, doc, meta)
-        for i, doc, meta in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
-    ]
+def _lean(collection: Any, got: Any) -> int:
+    """Rewrite the rows of one ``get`` page that hold more than ``LEAN_KEYS``."""
+    ids, metas, texts = [], [], []
+    for i, meta, doc in zip(got["ids"], got["metadatas"], got["documents"], strict=True):
+        meta = meta or {}
+        extra = [k for k in meta if k not in LEAN_KEYS]
+        if extra or doc:
+            ids.append(i)
+            # a key set to None is deleted; chat_key kept as it is, so none is empty
+            metas.append({"chat_key": meta.get("chat_key"), **dict.fromkeys(extra)})
+            texts.append(bool(doc))
+    if not ids:
+        return 0
+    wordy = [i for i, text in zip(ids, texts, strict=True) if text]
+    if wordy:  # a document is replaced only with its vector given (else Chroma embeds it)
+        vectors = collection.get(ids=wordy, include=["embeddings"])
+        by_id = dict(zip(vectors["ids"], vectors["embeddings"], strict=True))
+        wordy = [i for i in wordy if i in by_id]  # one deleted meanwhile is left gone
+        meta_of = dict(zip(ids, metas, strict=True))
+        collection.update(
+            ids=wordy,
+            embeddings=np.asarray([by_id[i] for i in wordy], dtype=np.float32),
+            documents=[""] * len(wordy),
+            metadatas=[meta_of[i] for i in wordy],
+        )
+    plain = [(i, m) for i, m, text in zip(ids, metas, texts, strict=True) if not text]
+    if plain:
+        collection.update(ids=[i for i, _ in plain], metadatas=[m for _, m in plain])
+    return len(ids)
 
 
 def _delete(store: Chroma, ids: Sequence[str]) -> None:
@@ -574,16 +526,15 @@ def adopt_legacy(client: Any, target: Any, default_platform: str, batch: int = 1
     migrate_scopes(legacy, default_platform)
     moved, offset = 0, 0
     while True:
-        got = legacy.get(
-            include=["embeddings", "documents", "metadatas"], limit=batch, offset=offset
-        )
+        got = legacy.get(include=["embeddings", "metadatas"], limit=batch, offset=offset)
         if not got["ids"]:
             break
-        target.upsert(
+        target.upsert(  # lean rows: the events' text and the rest are SQL's
             ids=got["ids"],
             embeddings=np.asarray(got["embeddings"], dtype=np.float32),
-            documents=got["documents"],
-            metadatas=got["metadatas"],
+            metadatas=[
+                {k: v for k, v in (m or {}).items() if k in LEAN_KEYS} for m in got["metadatas"]
+            ],
         )
         moved += len(got["ids"])
         offset += batch

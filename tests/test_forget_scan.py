@@ -20,7 +20,11 @@ from groupmind.cli import app
 from groupmind.session import open_session
 from groupmind.settings import Settings
 from groupmind.threads import stream_thread_id
+from stores.base import EventRecord
+from stores.chroma import ChromaEventVectors
+from stores.hybrid import HybridEventStore
 from tests.graphs.reply_helpers import message
+from tests.stores.old_rows import write_old_rows
 from tests.test_langgraph_dev import start
 
 U = {"user_id": "10001", "user_name": "小明"}  # the person to forget
@@ -112,6 +116,45 @@ def test_forget_leaves_nothing_on_disk_in_process(tmp_path: Path) -> None:
     out = runner.invoke(app, ["--data-dir", str(data), "search", "明天见 不错", "--chat-type",
                               "group", "--chat-id", "1001", "--json"])  # fmt: skip
     assert out.exit_code == 0 and json.loads(out.stdout), out.output
+
+
+def test_compact_leaves_no_words_in_chroma_rows_written_before_they_were_lean(
+    tmp_path: Path,
+) -> None:
+    """A data dir from before: Chroma's rows hold the text and names. ``groupmind compact``
+    rewrites them lean and purges Chroma's log; the memories are still found, from SQL."""
+    data = tmp_path / "data"
+    session = open_session(Settings(_env_file=None, data_dir=data), worker=False)  # type: ignore[call-arg]
+    events = session.deps.events
+    assert isinstance(events, HybridEventStore) and isinstance(events.vector, ChromaEventVectors)
+    old = [
+        EventRecord(
+            id=f"old-{i}",
+            text=f"小明说{word}",
+            timestamp=1_795_000_000.0 + i,
+            user_id=U["user_id"],
+            user_name=U["user_name"],
+            platform="qq",
+            chat_type="group",
+            chat_id="1001",
+            persona_id="default",
+        )  # fmt: skip
+        for i, word in enumerate(SAID)
+    ]
+    write_old_rows(events.vector, old)
+    events.lexical.upsert_many(old)
+    assert any("chroma" in f for f in traces(data, SAID))
+    runner = CliRunner()
+    compacted = runner.invoke(app, ["--data-dir", str(data), "compact"])
+    assert compacted.exit_code == 0, compacted.output
+    assert f"chroma rows: {len(old)} made lean" in compacted.output
+    left = traces(data, [*SAID, "小明"])
+    assert not any("chroma" in f for f in left), left
+    assert list(left) == ["groupmind.db"]  # the memories themselves, in SQL
+    found = runner.invoke(app, ["--data-dir", str(data), "search", SAID[2], "--chat-type",
+                                "group", "--chat-id", "1001", "--json"])  # fmt: skip
+    assert found.exit_code == 0, found.output
+    assert "old-2" in [hit["id"] for hit in json.loads(found.stdout)]
 
 
 @pytest.mark.slow

