@@ -29,6 +29,19 @@ def process_cpu_s(pid: int) -> float:
     return (float(fields[11]) + float(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def sched_s(pid: int) -> dict[int, tuple[float, float]]:
+    """Per thread of a running process: (seconds on a core, seconds runnable but waiting
+    for one), the scheduler's own nanoseconds (/proc/PID/task/TID/schedstat)."""
+    threads = {}
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            ran, waited, _ = stat.read_text().split()
+        except (OSError, ValueError):  # that thread ended while we looked
+            continue
+        threads[int(stat.parent.name)] = (int(ran) / 1e9, int(waited) / 1e9)
+    return threads
+
+
 def tree_cpu_s(pid: int) -> float:
     """CPU seconds of a process and its running descendants (a server's workers)."""
     children: dict[int, list[int]] = defaultdict(list)

@@ -63,7 +63,7 @@ from benchmarks.bridge_rate import bridge_rate
 from benchmarks.chroma_writes import chroma_writes
 from benchmarks.chroma_writes import rows as chroma_write_rows
 from benchmarks.claims import claim_cost
-from benchmarks.common import machine, pct, process_cpu_s
+from benchmarks.common import machine, pct, process_cpu_s, sched_s
 from benchmarks.latency import USERS, pool, populate
 from benchmarks.packed_recall import recall
 from benchmarks.workload import CHROMA_PIDS, TOPICS, chroma_server, jobs, replies
@@ -232,9 +232,18 @@ def drain(env: dict[str, str], workers: int, count: int, pin: bool = False) -> d
 def _steady_cpu(procs: list[subprocess.Popen[str]], outs: list[Any]) -> list[dict[str, float]]:
     """Wait for the workers; per worker, its CPU seconds up to its first job's line (start-up:
     imports, models, the first job) and after it, with the jobs after it. A worker's CPU a
-    job is the latter over those jobs: start-up, paid once by each worker, is not a job's."""
+    job is the latter over those jobs: start-up, paid once by each worker, is not a job's.
+    And where its time after the first job went, by the scheduler's count (sampled every
+    5 ms, the last sample before it ended): on a core, runnable and waiting for a core, and
+    the rest of the wall time blocked (on Chroma, SQL, a lock, the disk)."""
     first: dict[int, float] = {}
     ended: dict[int, float] = {}
+    # per worker: when first and last sampled, and each thread's counts then (a thread
+    # that ends keeps its last; one born after the first sample counts from 0; one that
+    # lived between two samples is missed: its time reads as blocked)
+    times: dict[int, list[float]] = {}
+    base: dict[int, dict[int, tuple[float, float]]] = {}
+    last: dict[int, dict[int, tuple[float, float]]] = {}
     while len(ended) < len(procs):
         for proc, out in zip(procs, outs, strict=True):
             if proc.pid in ended:
@@ -244,6 +253,11 @@ def _steady_cpu(procs: list[subprocess.Popen[str]], outs: list[Any]) -> list[dic
                     first[proc.pid] = process_cpu_s(proc.pid)
                 except OSError:  # it ended meanwhile: its start-up is unknown
                     pass
+            if proc.pid in first and (threads := sched_s(proc.pid)):  # {}: it ended
+                now = time.monotonic()
+                times.setdefault(proc.pid, [now, now])[1] = now
+                base.setdefault(proc.pid, threads)
+                last.setdefault(proc.pid, {}).update(threads)
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 proc.returncode = os.waitstatus_to_exitcode(status)
@@ -254,7 +268,19 @@ def _steady_cpu(procs: list[subprocess.Popen[str]], outs: list[Any]) -> list[dic
         out.seek(0)
         jobs = sum(1 for _ in out)
         start = first.get(proc.pid, float("nan"))
-        steady.append({"startup_s": start, "after_s": ended[proc.pid] - start, "jobs": jobs - 1})
+        one = {"startup_s": start, "after_s": ended[proc.pid] - start, "jobs": jobs - 1}
+        if proc.pid in times:
+            t0, t1 = times[proc.pid]
+            was = base[proc.pid]
+            on, waiting = (
+                sum(
+                    counts[i] - was.get(tid, (0.0, 0.0))[i]
+                    for tid, counts in last[proc.pid].items()
+                )
+                for i in (0, 1)
+            )
+            one |= {"sched_wall_s": t1 - t0, "on_core_s": on, "waiting_s": waiting}
+        steady.append(one)
     return steady
 
 
@@ -353,6 +379,13 @@ def print_report(report: dict[str, Any]) -> None:
             t.add_row(r["backend"], str(run_key(r)[1]), str(r["workers"]), str(r["jobs"]),
                       f"{r['jobs_per_s']:.1f}", f"{r['jobs_per_s'] / base:.2f}", *cpu_cells(r))  # fmt: skip
         console.print(t)
+        for r in report["workers"]:
+            if split := time_split(r):
+                console.print(
+                    f"  {r['backend']}, {r['workers']} worker(s): a job's wall time after the "
+                    f"first, ms: on a core {split[0]:.1f} / waiting for a core {split[1]:.1f} / "
+                    f"blocked (Chroma, SQL, locks, disk) {split[2]:.1f}"
+                )
         for (backend, threads), r in one.items():
             if ceiling := cpu_ceiling(r):
                 console.print(
@@ -430,6 +463,19 @@ def cpu_cells(r: dict[str, Any]) -> list[str]:
         startup = sum(w["startup_s"] for w in steady) / len(steady)
         return [*cells, f"{1000 * after:.0f}", f"{startup:.1f}"]
     return [*cells, "-", "-"]
+
+
+def time_split(r: dict[str, Any]) -> tuple[float, float, float] | None:
+    """A worker's wall ms a job after its first: on a core, waiting for one, blocked;
+    summed over the run's workers and their jobs (reports before stop 48 have none)."""
+    steady = [w for w in (r.get("cpu") or {}).get("steady", []) if "sched_wall_s" in w]
+    jobs = sum(w["jobs"] for w in steady)
+    if not steady or not jobs:
+        return None
+    wall, on, waiting = (
+        sum(w[k] for w in steady) for k in ("sched_wall_s", "on_core_s", "waiting_s")
+    )
+    return 1000 * on / jobs, 1000 * waiting / jobs, 1000 * (wall - on - waiting) / jobs
 
 
 def cpu_ceiling(r: dict[str, Any]) -> tuple[float, int] | None:

