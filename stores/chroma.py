@@ -163,7 +163,7 @@ def filter_keys(event: EventRecord) -> dict[str, Any]:
     }
 
 
-LEAN_KEYS = frozenset(("chat_key", "scope_key", "user_id", "timestamp", "platform"))
+LEAN_KEYS = frozenset(("chat_key", "scope_key", "user_id", "timestamp", "platform"))  # filter_keys
 
 
 def where_for(query: EventQuery) -> dict[str, Any]:
@@ -456,8 +456,8 @@ def _lean(collection: Any, got: Any) -> int:
         extra = [k for k in meta if k not in LEAN_KEYS]
         if extra or doc:
             ids.append(i)
-            # a key set to None is deleted; chat_key kept as it is, so none is empty
-            metas.append({"chat_key": meta.get("chat_key"), **dict.fromkeys(extra)})
+            # a key set to None is deleted; the lean keys written again as they are
+            metas.append({**{k: meta[k] for k in LEAN_KEYS if k in meta}, **dict.fromkeys(extra)})
             texts.append(bool(doc))
     if not ids:
         return 0

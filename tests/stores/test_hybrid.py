@@ -532,6 +532,7 @@ def test_a_chroma_row_holds_the_vector_and_the_keys_chroma_filters_by_alone(
     row = _row(store, said)
     assert row["document"] is None
     assert set(row["metadata"]) == {"chat_key", "scope_key", "user_id", "timestamp", "platform"}
+    assert set(row["metadata"]) == LEAN_KEYS  # what compact leaves an old row
     assert "阿强" not in str(row) and "小明" not in str(row)  # no text, no name, no context
     (back,) = store.get(["a"])  # SQL holds the rest
     assert (back.text, back.context, back.user_name) == (said.text, said.context, "小明")
