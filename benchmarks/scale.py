@@ -382,8 +382,9 @@ def print_report(report: dict[str, Any]) -> None:
         for r in report["workers"]:
             if split := time_split(r):
                 console.print(
-                    f"  {r['backend']}, {r['workers']} worker(s): a job's wall time after the "
-                    f"first, ms: on a core {split[0]:.1f} / waiting for a core {split[1]:.1f} / "
+                    f"  {r['backend']}, {r['workers']} worker(s) of {run_key(r)[1]} thread(s): "
+                    f"a job's wall time after the first, ms: on a core {split[0]:.1f} / "
+                    f"waiting for a core {split[1]:.1f} / "
                     f"blocked (Chroma, SQL, locks, disk) {split[2]:.1f}"
                 )
         for (backend, threads), r in one.items():
@@ -466,8 +467,9 @@ def cpu_cells(r: dict[str, Any]) -> list[str]:
 
 
 def time_split(r: dict[str, Any]) -> tuple[float, float, float] | None:
-    """A worker's wall ms a job after its first: on a core, waiting for one, blocked;
-    summed over the run's workers and their jobs (reports before stop 48 have none)."""
+    """A job's ms after each worker's first, on its job thread: on a core, waiting for
+    one, blocked; over the run's workers and their jobs. A worker of N threads has N
+    times its wall time to spend (reports before stop 48 have none)."""
     steady = [w for w in (r.get("cpu") or {}).get("steady", []) if "sched_wall_s" in w]
     jobs = sum(w["jobs"] for w in steady)
     if not steady or not jobs:
@@ -475,6 +477,7 @@ def time_split(r: dict[str, Any]) -> tuple[float, float, float] | None:
     wall, on, waiting = (
         sum(w[k] for w in steady) for k in ("sched_wall_s", "on_core_s", "waiting_s")
     )
+    wall *= run_key(r)[1]
     return 1000 * on / jobs, 1000 * waiting / jobs, 1000 * (wall - on - waiting) / jobs
 
 

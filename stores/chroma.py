@@ -18,7 +18,7 @@ import threading
 import time
 import zlib
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -369,37 +369,29 @@ class ChromaEventVectors:
     def _covering(self, target: ForgetTarget) -> list[Chroma]:
         return [self._for(target.chat)] if target.chat else self._all()
 
-    def blank_context(self, events: Sequence[EventRecord]) -> None:
-        """Drop the answered message from these events' rows where a row still holds it
-        (rows written before they carried only ``filter_keys``)."""
-        for shard, at in self._by_shard(events).items():
-            store = self._shard(shard)
-            got = store.get(ids=[events[i].id for i in at], include=["metadatas"])
-            holders = [
-                i
-                for i, m in zip(got["ids"], got["metadatas"], strict=True)
-                if "context" in (m or {})
-            ]
-            if holders:
-                gone: dict[str, Any] = {"context": None, "context_user_id": None}
-                store._collection.update(ids=holders, metadatas=[gone] * len(holders))
+    def make_lean(self, events: Sequence[EventRecord] | None = None, batch: int = 1000) -> int:
+        """Rewrite rows written before they carried only ``filter_keys`` (or merged into
+        such a row by an upsert): text blanked, every other key gone, vector kept. Every
+        row (``groupmind compact``), or these events' rows (forget: those that hold a
+        forgotten person's message). Returns how many were rewritten; a second pass finds
+        none. One ``update`` a page, so a kill leaves each row old or lean; a row deleted
+        meanwhile can shift the pages past one row (the next pass finds it)."""
+        return sum(_lean(collection, got) for collection, got in self._rows(events, batch))
 
-    def make_lean(self, batch: int = 1000) -> int:
-        """Rewrite the rows written before they carried only ``filter_keys`` (or merged
-        into such a row by an upsert): their text blanked and every other key gone, their
-        vector kept (``groupmind compact``). Returns how many were rewritten; a second pass
-        finds none. One ``update`` a batch, so a kill leaves each row old or lean; a row
-        deleted meanwhile can shift the pages past one row (the next pass finds it)."""
-        done = 0
+    def _rows(self, events: Sequence[EventRecord] | None, batch: int) -> Iterator[tuple[Any, Any]]:
+        """(collection, a ``get`` of rows with their metadata and document): these events'
+        rows, a shard at a time, or every row, a page at a time."""
+        wanted: Any = ["metadatas", "documents"]
+        if events is not None:
+            for shard, at in self._by_shard(events).items():
+                collection = self._shard(shard)._collection
+                yield collection, collection.get(ids=[events[i].id for i in at], include=wanted)
+            return
         for store in self._all():
             collection, offset = store._collection, 0
-            while True:
-                got = collection.get(include=["metadatas", "documents"], limit=batch, offset=offset)
-                if not got["ids"]:
-                    break
+            while (got := collection.get(include=wanted, limit=batch, offset=offset))["ids"]:
                 offset += len(got["ids"])
-                done += _lean(collection, got)
-        return done
+                yield collection, got
 
     def forget(self, target: ForgetTarget) -> list[str]:
         """Delete the events the target covers; returns their ids."""

@@ -92,9 +92,7 @@ class DenseSide(Protocol):
 
     def count(self, scope: ChatScope | None = None) -> int: ...
 
-    def blank_context(self, events: Sequence[EventRecord]) -> None: ...
-
-    def make_lean(self) -> int: ...
+    def make_lean(self, events: Sequence[EventRecord] | None = None) -> int: ...
 
     def forget(self, target: ForgetTarget) -> list[str]: ...
 
@@ -484,13 +482,13 @@ class HybridEventStore:
         return self.vector.count(scope)
 
     def scrub_context(self, target: ForgetTarget, said: Said) -> list[str]:
-        """Found by SQL, blanked there and in Chroma rows written before rows were lean
-        (vectors kept: the text is unchanged)."""
+        """Found by SQL and blanked there; their Chroma rows, if written before rows were
+        lean (text and every field), made lean (vectors kept: the text is unchanged)."""
         found = [
             replace(e, context="", context_user_id="")
             for e in self.lexical.context_holders(target, said)
         ]
-        self.vector.blank_context(found)
+        self.vector.make_lean(found)
         self.lexical.upsert_many(found)
         return [e.id for e in found]
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from benchmarks.common import SHARED_DATA
+from benchmarks.scale import time_split
 from groupmind.settings import Settings
 from tests import langhost
 from tests.conftest import _unavailable
@@ -147,6 +148,8 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
         for worker in split:
             assert 0 < worker["on_core_s"] <= (worker["sched_wall_s"] + 0.05) * run["threads"]
             assert 0 <= worker["waiting_s"] <= (worker["sched_wall_s"] + 0.05) * run["threads"]
+        split_ms = time_split(run)  # a job's ms: on a core, waiting, blocked; none below 0
+        assert split_ms is not None and split_ms[0] > 0 and min(split_ms) > -0.5, (split_ms, run)
     packed = found["packed"]  # int8 against float32 on one LoCoMo conversation
     assert packed["conversations"] == 1 and packed["questions"] > 50
     assert 0.5 < packed["overlap_at_10"] <= 1 and packed["bytes_per_vector"]["int8"] == 388
@@ -160,7 +163,8 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
     assert beside[0]["jobs_per_s"] == 0 and all(b["jobs_per_s"] > 0 for b in beside[1:])
     assert "jobs/s" in out and "1,200" in out and "OneBot bridge" in out  # the tables printed
     assert "a worker at nice 0" in out
-    assert "a job's wall time after the first, ms: on a core" in out
+    flat = " ".join(out.split())  # rich wraps long lines
+    assert "1 thread(s): a job's wall time after the first, ms: on a core" in flat
     (svg,) = (tmp_path / "out").glob("scale-*.svg")  # the curves, one per measure
     assert svg.read_text().count("<polyline") == 9
 

