@@ -214,9 +214,9 @@ class Settings(BaseSettings):
         description="``model``: a job that runs a variant other than its slots' baselines "
         "(a model's, a plugin's) is checkpointed at every step, so a worker killed mid-run "
         "resumes at the unfinished step and calls no model twice; a job on the rule "
-        "baselines only when it stops (a failure resumes at its step; a kill -9 runs it again "
-        "from the start: its steps are idempotent and take milliseconds). ``always``: every "
-        "job at every step",
+        "baselines only when it fails (the retry resumes at the failed step; a kill -9 runs "
+        "it again from the start: its steps are idempotent and take milliseconds), or when "
+        "it stops if ``keep_checkpoints``. ``always``: every job at every step",
     )
 
     server_memory_worker: bool = Field(

@@ -61,6 +61,39 @@ def test_an_outage_leaves_the_job_queued_then_it_is_stored(tmp_path: Path, deps:
     assert done is not None and done.status == "done" and done.attempts == 2
 
 
+def test_a_rules_job_writes_a_checkpoint_only_when_it_fails(tmp_path: Path, deps: Deps) -> None:
+    """Its checkpoints would be pruned when it is done: a rules job that is done first time
+    writes none; one that fails saves the state after its last finished step, resumes
+    there, and is pruned when done."""
+    worker, now = make_worker(tmp_path, deps, failures=1)
+    saver: Any = worker.graph.checkpointer
+    puts: list[str] = []
+    put = saver.put
+
+    def counted(config: Any, *args: Any, **kwargs: Any) -> Any:
+        puts.append(config["configurable"]["thread_id"])
+        return put(config, *args, **kwargs)
+
+    saver.put = counted
+    worker.submit(job(request_id="r1"))
+    first = worker.run_next()
+    assert first is not None and first.status == "failed" and first.retry_at is not None
+    r1: Any = {"configurable": {"thread_id": job_thread_id(deps.bot_id, "r1")}}
+    saved = worker.graph.get_state(r1)
+    assert saved.next == ("embed",) and saved.values["text"]  # rewritten before it failed
+    assert puts == [job_thread_id(deps.bot_id, "r1")]
+    now[0] = first.retry_at + 0.01
+    second = worker.run_next()
+    assert second is not None and second.status == "stored"
+    assert worker.graph.get_state(r1).values == {}  # pruned
+    puts.clear()
+    worker.submit(job(request_id="r2", new_info="小红下周去上海"))
+    done = worker.run_next()
+    assert done is not None and done.status == "stored" and done.text
+    assert puts == []
+    assert deps.events.count(ChatScope(platform="qq", chat_type="group", chat_id="1001")) == 2
+
+
 def test_backoff_doubles_and_the_job_is_kept_when_it_gives_up(tmp_path: Path, deps: Deps) -> None:
     worker, now = make_worker(tmp_path, deps, failures=99, job_max_attempts=3)
     worker.submit(job())
