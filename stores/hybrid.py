@@ -282,7 +282,7 @@ class HybridEventStore:
             self.lexical.search, replace(wide, text=focus.lexical_text), members
         )
         records: dict[str, EventRecord] = {}
-        dense = self._dense(wide, members, embedding.result())
+        dense = self._dense(wide, members, embedding.result(), records)
         keyword = lexical.result()
         for hit in keyword:
             records.setdefault(hit.event.id, hit.event)
@@ -349,16 +349,18 @@ class HybridEventStore:
         return sorted(faded, key=lambda kv: (-kv[1], kv[0]))
 
     def _fetch(self, ids: Iterable[str], records: dict[str, EventRecord]) -> None:
-        missing = [i for i in ids if i not in records]
-        records.update({e.id: e for e in self.lexical.get(missing)})
+        if missing := [i for i in ids if i not in records]:
+            records.update({e.id: e for e in self.lexical.get(missing)})
 
     def _dense(
         self,
         query: EventQuery,
         members: ScopeMembers | None,
         vector: list[float],
+        records: dict[str, EventRecord] | None = None,
     ) -> list[str]:
-        """The dense ranking (ids, best first), from memory when the scope is held."""
+        """The dense ranking (ids, best first), from memory when the scope is held; the
+        records it read from SQL on the way go into ``records``."""
         if members is not None and not members.ids:
             return []
         if members is not None:
@@ -382,8 +384,9 @@ class HybridEventStore:
             # a scope SQL does not list: an id Chroma holds and SQL not yet (its write in
             # flight) has no record to show, and would take a place of the top k
             found = self.vector.nearest_where(query, vector)
-            stored = self.stored([event_id for event_id, _ in found])
-            nearest = [hit for hit in found if hit[0] in stored]
+            records = {} if records is None else records
+            self._fetch([event_id for event_id, _ in found], records)  # read once
+            nearest = [hit for hit in found if hit[0] in records]
         return [event_id for event_id, _ in nearest]
 
     def exact_first(self, query: EventQuery, members: int) -> bool:

@@ -572,7 +572,11 @@ def test_in_a_scope_sql_does_not_list_an_event_only_chroma_has_takes_no_place_of
     store.lexical.search = lambda query, members=None: []  # type: ignore[method-assign]
     nearest = store.vector.nearest_where(q("北京出差"), store.vector.embed_query("北京出差"))
     assert nearest[0][0] == "c"  # Chroma's first
+    reads: list[list[str]] = []
+    get = store.lexical.get
+    store.lexical.get = lambda ids: reads.append(list(ids)) or get(ids)  # type: ignore[method-assign,func-returns-value]
     assert [h.event.id for h in store.search(q("北京出差", top_k=2))] == ["a", "b"]
+    assert len(reads) == 1 and "c" in reads[0]  # Chroma's hits read from SQL once
 
 
 def test_forget_makes_lean_the_old_chroma_rows_that_hold_the_persons_message(
