@@ -252,14 +252,16 @@ class MemoryWorker:
         if self.settings.job_step_checkpoints == "model" and on_baselines(chosen):
             durability = "exit"  # a kill -9 runs it again whole: idempotent, milliseconds
         # A rules job whose checkpoints would be pruned when it is done writes none while it
-        # runs: only a failure saves its resume point (below). Its first attempt has none to
-        # resume. On PostgreSQL that is 6 statements and ~2 ms of the worker's CPU a job.
+        # runs: only a failure saves its resume point (below). On PostgreSQL that is 5
+        # statements and ~2 ms of the worker's CPU a job.
         bare = durability == "exit" and not self.settings.keep_checkpoints
-        steps, resume = _Steps(), False
+        steps, saved, resume = _Steps(), False, False
         try:
             with self.leases.hold(jobs, row.request_id):
-                resume = (not bare or row.attempts > 1) and bool(graph.get_state(config).next)
-                # A run that stopped mid-way (error or kill -9) resumes at the unfinished step.
+                # A run that stopped mid-way (error or kill -9) resumes at the unfinished
+                # step; a thread left by an earlier submission of the job is pruned too.
+                found = graph.get_state(config)
+                saved, resume = found.created_at is not None, bool(found.next)
                 runner = self._bare(bot, graph) if bare and not resume else graph
                 for mode, chunk in runner.stream(
                     None if resume else row.payload,
@@ -291,7 +293,7 @@ class MemoryWorker:
             variants=out.get("variants") or None,
         )
         jobs.complete(row.request_id, outcome.as_json())
-        if (resume or not bare) and not self.settings.keep_checkpoints and graph.checkpointer:
+        if (saved or not bare) and not self.settings.keep_checkpoints and graph.checkpointer:
             # The outcome is durable in the queue; the run's steps are only needed to resume.
             try:
                 graph.checkpointer.delete_thread(thread_id)  # type: ignore[union-attr]
@@ -312,7 +314,8 @@ class MemoryWorker:
         if steps.last is None or not isinstance(saver, BaseCheckpointSaver):
             return  # the first step failed: the retry starts over, as it would resume
         try:
-            saver.delete_thread(config["configurable"]["thread_id"])  # a resubmission's
+            # the saved state is this run's alone, not merged into an earlier submission's
+            saver.delete_thread(config["configurable"]["thread_id"])
             graph.update_state(config, steps.values, as_node=steps.last)
         except Exception:  # noqa: BLE001 - then the retry runs it from the start
             log.warning("could not save the resume point of a memory job", exc_info=True)

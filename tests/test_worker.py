@@ -94,6 +94,25 @@ def test_a_rules_job_writes_a_checkpoint_only_when_it_fails(tmp_path: Path, deps
     assert deps.events.count(ChatScope(platform="qq", chat_type="group", chat_id="1001")) == 2
 
 
+def test_a_job_submitted_again_after_a_failure_leaves_no_checkpoint(
+    tmp_path: Path, deps: Deps
+) -> None:
+    """Submitted again (a replayed message), its attempts start over; the thread its failed
+    attempt saved is still found, and pruned when the job is done: no text stays behind."""
+    worker, _ = make_worker(tmp_path, deps, failures=1)
+    worker.submit(job(request_id="r1"))
+    failed = worker.run_next()
+    assert failed is not None and failed.status == "failed"
+    config: Any = {"configurable": {"thread_id": job_thread_id(deps.bot_id, "r1")}}
+    assert worker.graph.get_state(config).values  # the resume point
+    worker.submit(job(request_id="r1"))  # due at once, attempts 0
+    done = worker.run_next()
+    assert done is not None and done.status == "stored"
+    assert worker.jobs.get("r1").attempts == 1  # type: ignore[union-attr]
+    assert worker.graph.get_state(config).values == {}
+    assert list(worker.graph.get_state_history(config)) == []
+
+
 def test_backoff_doubles_and_the_job_is_kept_when_it_gives_up(tmp_path: Path, deps: Deps) -> None:
     worker, now = make_worker(tmp_path, deps, failures=99, job_max_attempts=3)
     worker.submit(job())
