@@ -14,8 +14,9 @@ chats (at most 10,000). Then, in this one process:
 - a bot process started afresh on the data dir (as after a restart): its replies, its RSS.
 
 Then the memory worker's throughput: the same rule jobs queued once, drained by 1, 2 and 4
-``groupmind worker --once`` processes of 1 and of 4 threads each (``WORKER_THREADS``) over
-a Chroma server, with SQL and checkpoints in
+``groupmind worker --once`` processes of 1 and of 4 threads each (``WORKER_THREADS``),
+taking up to 8 of a chat's jobs at once (``JOB_BATCH``; the jobs are queued over 20 chats,
+a backlog of each), over a Chroma server, with SQL and checkpoints in
 SQLite, then in PostgreSQL (jobs/s from the first job done to the last; a worker's CPU a
 job counted after its first job, its start-up apart). And replies while a worker drains
 jobs beside them, at niceness 0 and at ``WORKER_NICE``'s default (benchmarks/beside.py).
@@ -32,6 +33,7 @@ And what one Chroma server takes in upserts, from one writer and from two at onc
     make bench-scale ARGS="--smoke"                  # what `make test` runs
     make bench-scale ARGS="--scales --workers --bridge-messages 0"   # int8 recall alone
     make bench-scale ARGS="--scales --workers 1 2 --threads 1 --pin"  # worker i on core i
+    make bench-scale ARGS="--scales --workers 1 2 --threads 1 --job-batch 8 1"  # and one by one
     make bench-scale ARGS="--from-report bench-results/scale-X.json --plot docs/bench-scale.svg"
 """
 
@@ -317,12 +319,13 @@ def throughput(
     backends: list[str],
     threads: list[int],
     pin: bool = False,
+    batches: tuple[int, ...] = (8,),
 ) -> list[Any]:
-    """Per backend, threads a worker (``WORKER_THREADS``) and number of worker processes:
-    jobs/s and where the CPU went."""
+    """Per backend, threads a worker (``WORKER_THREADS``), jobs a batch (``JOB_BATCH``)
+    and number of worker processes: jobs/s and where the CPU went."""
     out = []
-    for backend, each, workers in itertools.product(backends, threads, counts):
-        run = work / f"workers-{backend}-{each}-{workers}"
+    for backend, each, batch, workers in itertools.product(backends, threads, batches, counts):
+        run = work / f"workers-{backend}-{each}-{batch}-{workers}"
         shutil.rmtree(run, ignore_errors=True)
         run.mkdir(parents=True)
         with (
@@ -331,12 +334,13 @@ def throughput(
         ):
             env = {**os.environ, "GROUPMIND_DATA_DIR": str(run / "data"),
                    "GROUPMIND_CHROMA_HOST": "127.0.0.1", "GROUPMIND_CHROMA_PORT": str(port),
-                   "GROUPMIND_WORKER_THREADS": str(each)}  # fmt: skip
+                   "GROUPMIND_WORKER_THREADS": str(each), "GROUPMIND_JOB_BATCH": str(batch)}  # fmt: skip
             if pg:
                 env |= {"GROUPMIND_SQL_URL": pg[0], "GROUPMIND_CHECKPOINTER": "postgres",
                         "GROUPMIND_CHECKPOINT_URL": pg[1]}  # fmt: skip
-            result = {"backend": backend, "threads": each, **drain(env, workers, per_run, pin)}
-        console.print(f"  {backend}, {workers} worker(s) of {each} thread(s): "
+            result = {"backend": backend, "threads": each, "job_batch": batch,
+                      **drain(env, workers, per_run, pin)}  # fmt: skip
+        console.print(f"  {backend}, {workers} worker(s) of {each} thread(s), batch {batch}: "
                       f"{result['jobs_per_s']:.1f} jobs/s")  # fmt: skip
         out.append(result)
     return out
@@ -369,25 +373,27 @@ def print_report(report: dict[str, Any]) -> None:
     if report["workers"]:
         pinned = ", worker i on core i" if any(r.get("pinned") for r in report["workers"]) else ""
         t = Table(title=f"memory worker throughput (rule jobs; Chroma server{pinned})")
-        for col in ("SQL + checkpoints", "threads a worker", "workers", "jobs", "jobs/s",
-                    "× one worker", "cores busy", "CPU ms a job: workers / Chroma / rest",
+        for col in ("SQL + checkpoints", "threads a worker, jobs a batch", "workers", "jobs",
+                    "jobs/s", "× one worker", "cores busy", "CPU ms a job: workers / Chroma / rest",
                     "worker CPU ms a job after its first", "worker start-up CPU s"):  # fmt: skip
             t.add_column(col, justify="right")
         one = {run_key(r): r for r in report["workers"] if r["workers"] == 1}
         for r in report["workers"]:
             base = one[run_key(r)]["jobs_per_s"] if run_key(r) in one else float("nan")
-            t.add_row(r["backend"], str(run_key(r)[1]), str(r["workers"]), str(r["jobs"]),
+            _, threads, batch = run_key(r)
+            t.add_row(r["backend"], f"{threads}, {batch}", str(r["workers"]), str(r["jobs"]),
                       f"{r['jobs_per_s']:.1f}", f"{r['jobs_per_s'] / base:.2f}", *cpu_cells(r))  # fmt: skip
         console.print(t)
         for r in report["workers"]:
             if split := time_split(r):
                 console.print(
-                    f"  {r['backend']}, {r['workers']} worker(s) of {run_key(r)[1]} thread(s): "
+                    f"  {r['backend']}, {r['workers']} worker(s) of {run_key(r)[1]} thread(s), "
+                    f"batch {run_key(r)[2]}: "
                     f"a job's wall time after the first, ms: on a core {split[0]:.1f} / "
                     f"waiting for a core {split[1]:.1f} / "
                     f"blocked (Chroma, SQL, locks, disk) {split[2]:.1f}"
                 )
-        for (backend, threads), r in one.items():
+        for (backend, threads, _), r in one.items():
             if ceiling := cpu_ceiling(r):
                 console.print(
                     f"  {backend}: one worker of {threads} thread(s) keeps {ceiling[0]:.2f} of "
@@ -447,9 +453,10 @@ def print_report(report: dict[str, Any]) -> None:
         console.print(t)
 
 
-def run_key(r: dict[str, Any]) -> tuple[str, int]:
-    """A worker run's backend and threads a worker (reports before threads: one)."""
-    return r["backend"], r.get("threads", 1)
+def run_key(r: dict[str, Any]) -> tuple[str, int, int]:
+    """A worker run's backend, threads a worker and jobs a batch (reports from before
+    either: one)."""
+    return r["backend"], r.get("threads", 1), r.get("job_batch", 1)
 
 
 def cpu_cells(r: dict[str, Any]) -> list[str]:
@@ -534,6 +541,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=240, help="jobs per worker run")
     parser.add_argument("--threads", type=int, nargs="*", default=[1, 4],
                         help="threads a worker process runs jobs on (WORKER_THREADS)")  # fmt: skip
+    parser.add_argument("--job-batch", type=int, nargs="*", default=[8],
+                        help="a chat's due jobs a worker runs and writes at once (JOB_BATCH)")  # fmt: skip
     parser.add_argument("--pin", action="store_true",
                         help="worker i on core i (mod cores), each started by taskset")  # fmt: skip
     parser.add_argument("--backends", nargs="*", default=["sqlite", "postgresql"])
@@ -582,7 +591,13 @@ def main() -> None:
         if args.pin and not shutil.which("taskset"):
             raise SystemExit("--pin starts the workers with taskset (util-linux): not found")
         report["workers"] = throughput(
-            args.work_dir, tuple(args.workers), args.jobs, args.backends, args.threads, args.pin
+            args.work_dir,
+            tuple(args.workers),
+            args.jobs,
+            args.backends,
+            args.threads,
+            args.pin,
+            tuple(args.job_batch),
         )
     if args.beside:
         console.print("replies with a worker draining jobs beside them ...")

@@ -198,6 +198,15 @@ class Settings(BaseSettings):
         "job's waits (Chroma, the database) leave the core to another's embedding, and the "
         "model runs on both cores; a chat's jobs still run one at a time, in order",
     )
+    job_batch: int = Field(
+        default=8,
+        ge=1,
+        le=64,
+        description="a `groupmind worker` that takes a rules job takes up to this many due "
+        "jobs of its chat and writes their memories in one go (one embedding call, one "
+        "Chroma upsert): a chat's backlog costs a fraction of the Chroma server's CPU and of "
+        "the worker's; each job is done only once its memory is written; 1: one at a time",
+    )
     worker_nice: int = Field(
         default=10,
         ge=0,

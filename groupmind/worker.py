@@ -26,6 +26,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -110,6 +111,27 @@ class _Steps:
             self.values = chunk
         elif chunk:  # {node: its update}
             self.last = next(iter(chunk))
+
+
+@dataclass
+class _Run:
+    """A claimed job as it runs: its bot's queue and graph, its thread, and how it runs."""
+
+    row: JobRow
+    bot: str
+    jobs: JobQueue
+    graph: Graph
+    config: Any
+    durability: Durability
+    bare: bool  # without a checkpointer: a failure saves its resume point by hand
+    saved: bool  # its thread holds a checkpoint (pruned when it is done)
+    resume: bool  # it resumes at a step left unfinished
+    steps: _Steps = field(default_factory=_Steps)
+
+    @property
+    def batched(self) -> bool:
+        """Its memory may be written after it ran: nothing of it is checkpointed first."""
+        return self.bare and not self.resume
 
 
 class Tenants(Protocol):
@@ -227,15 +249,52 @@ class MemoryWorker:
             row = self.jobs.claim(self.worker_id, lease_s=lease, request_id=request_id)
         return None if row is None else self.run(row)
 
+    def run_batch(self) -> list[Outcome]:
+        """The next due job of any bot, and, when it runs on the rule baselines, up to
+        ``JOB_BATCH - 1`` more due jobs of its chat, run in order: their memories are
+        written in one go after the last (``MemoryStore.deferred``), and each job is done
+        only once they are. A chat's backlog so costs one embedding call, one Chroma
+        upsert and one SQL write for the batch; with no backlog, a batch is one job."""
+        row = self.board.claim(self.worker_id, lease_s=self.settings.job_lease_s)
+        if row is None:
+            return []
+        plan = self._plan(row)
+        if isinstance(plan, Outcome):
+            return [plan]
+        if not plan.batched or self.settings.job_batch == 1:
+            return [self._run(plan)]
+        more = plan.jobs.claim_more(
+            self.worker_id,
+            lease_s=self.settings.job_lease_s,
+            after=row.request_id,
+            limit=self.settings.job_batch - 1,
+        )
+        outcomes: list[Outcome] = []
+        batch = [plan]
+        for extra in map(self._plan, more):
+            if isinstance(extra, Outcome):
+                outcomes.append(extra)
+            elif extra.batched:
+                batch.append(extra)
+            else:  # the chat's order holds: what came before it is written first
+                outcomes += self._together(batch) + [self._run(extra)]
+                batch = []
+        return outcomes + self._together(batch)
+
     def run(self, row: JobRow) -> Outcome:
+        plan = self._plan(row)
+        return plan if isinstance(plan, Outcome) else self._run(plan)
+
+    def _plan(self, row: JobRow) -> _Run | Outcome:
+        """How a claimed job runs: its bot's queue and graph, its thread, and whether it
+        resumes; an Outcome when this worker cannot run it."""
         bot = row.bot_id or self.bot
         self.bots.add(bot)
         jobs, graph = self.board.queue(bot), self.tenants.memory_graph(bot)
         # The graph runs the job's own variants (graphs/memory.py); the metadata says so.
         own = row.payload.get("variants") or {}
-        thread_id = job_thread_id(bot, row.request_id)
         config: Any = {
-            "configurable": {"thread_id": thread_id},
+            "configurable": {"thread_id": job_thread_id(bot, row.request_id)},
             "run_name": "memory",
             "metadata": {
                 "bot_id": bot,
@@ -251,38 +310,92 @@ class MemoryWorker:
         durability: Durability = "sync"
         if self.settings.job_step_checkpoints == "model" and on_baselines(chosen):
             durability = "exit"  # a kill -9 runs it again whole: idempotent, milliseconds
-        # A rules job whose checkpoints would be pruned when it is done writes none while it
-        # runs: only a failure saves its resume point (below). On PostgreSQL that is 5
-        # statements and ~2 ms of the worker's CPU a job.
-        bare = durability == "exit" and not self.settings.keep_checkpoints
-        steps, saved, resume = _Steps(), False, False
+        # A run that stopped mid-way (error or kill -9) resumes at the unfinished step; a
+        # thread left by an earlier submission of the job is pruned when it is done.
+        found = graph.get_state(config)
+        return _Run(
+            row=row,
+            bot=bot,
+            jobs=jobs,
+            graph=graph,
+            config=config,
+            durability=durability,
+            # A rules job whose checkpoints would be pruned when it is done writes none
+            # while it runs: only a failure saves its resume point. On PostgreSQL that is 5
+            # statements and ~2 ms of the worker's CPU a job.
+            bare=durability == "exit" and not self.settings.keep_checkpoints,
+            saved=found.created_at is not None,
+            resume=bool(found.next),
+        )
+
+    def _run(self, plan: _Run) -> Outcome:
         try:
-            with self.leases.hold(jobs, row.request_id):
-                # A run that stopped mid-way (error or kill -9) resumes at the unfinished
-                # step; a thread left by an earlier submission of the job is pruned too.
-                found = graph.get_state(config)
-                saved, resume = found.created_at is not None, bool(found.next)
-                runner = self._bare(bot, graph) if bare and not resume else graph
-                for mode, chunk in runner.stream(
-                    None if resume else row.payload,
-                    config,
-                    context=self.context,
-                    durability=durability if runner is graph else None,
-                    stream_mode=["updates", "values"],
-                ):
-                    steps.see(mode, chunk)
-                    if mode == "values" and self.between_steps is not None:
-                        self.between_steps()
+            with self.leases.hold(plan.jobs, plan.row.request_id):
+                self._stream(plan)
         except InputError as exc:  # the job itself is refused (or NotAllowed): no retry helps
-            jobs.fail(row.request_id, str(exc), retry_at=None)
-            return Outcome(row.request_id, "failed", error=str(exc), attempts=row.attempts)
+            return self._refused(plan, exc)
         except Exception as exc:  # noqa: BLE001 - any failure is recorded on the job
-            if bare and not resume:
-                self._save_resume_point(graph, config, steps)
-            return self._failed(jobs, row, exc)
-        out = steps.values
+            self._save_resume_point(plan)
+            return self._failed(plan.jobs, plan.row, exc)
+        return self._done(plan)
+
+    def _together(self, batch: list[_Run]) -> list[Outcome]:
+        """Rules jobs of one chat, in order, their memories written after the last. A job
+        that failed is given its resume point once they are written; if they cannot be,
+        none is stored and every job of the batch runs again from its start."""
+        if not batch:
+            return []
+        events = self.tenants.deps_for(batch[0].bot).events
+        outcomes: list[Outcome] = []
+        ran: list[tuple[_Run, Exception | None]] = []
+        with ExitStack() as held:
+            for plan in batch:
+                held.enter_context(self.leases.hold(plan.jobs, plan.row.request_id))
+            with events.deferred() as pending:
+                for plan in batch:
+                    try:
+                        self._stream(plan)
+                    except InputError as exc:
+                        outcomes.append(self._refused(plan, exc))
+                        continue
+                    except Exception as exc:  # noqa: BLE001 - recorded on the job below
+                        ran.append((plan, exc))
+                        continue
+                    ran.append((plan, None))
+            try:
+                if pending:
+                    events.upsert_many(pending)
+            except Exception as exc:  # noqa: BLE001 - nothing of the batch was stored
+                return outcomes + [self._failed(plan.jobs, plan.row, exc) for plan, _ in ran]
+        for plan, error in ran:
+            if error is None:
+                outcomes.append(self._done(plan))
+            else:
+                self._save_resume_point(plan)
+                outcomes.append(self._failed(plan.jobs, plan.row, error))
+        return outcomes
+
+    def _stream(self, plan: _Run) -> None:
+        runner = self._bare(plan.bot, plan.graph) if plan.bare and not plan.resume else plan.graph
+        for mode, chunk in runner.stream(
+            None if plan.resume else plan.row.payload,
+            plan.config,
+            context=self.context,
+            durability=plan.durability if runner is plan.graph else None,
+            stream_mode=["updates", "values"],
+        ):
+            plan.steps.see(mode, chunk)
+            if mode == "values" and self.between_steps is not None:
+                self.between_steps()
+
+    def _refused(self, plan: _Run, exc: InputError) -> Outcome:
+        plan.jobs.fail(plan.row.request_id, str(exc), retry_at=None)
+        return Outcome(plan.row.request_id, "failed", error=str(exc), attempts=plan.row.attempts)
+
+    def _done(self, plan: _Run) -> Outcome:
+        out = plan.steps.values
         outcome = Outcome(
-            request_id=row.request_id,
+            request_id=plan.row.request_id,
             status=out.get("status", "stored"),
             text=out.get("text", ""),
             attempts=out.get("attempts", 0),
@@ -292,13 +405,18 @@ class MemoryWorker:
             usage=out.get("usage") or None,
             variants=out.get("variants") or None,
         )
-        jobs.complete(row.request_id, outcome.as_json())
-        if (saved or not bare) and not self.settings.keep_checkpoints and graph.checkpointer:
+        plan.jobs.complete(plan.row.request_id, outcome.as_json())
+        keep = self.settings.keep_checkpoints or not plan.graph.checkpointer
+        if (plan.saved or not plan.bare) and not keep:
             # The outcome is durable in the queue; the run's steps are only needed to resume.
             try:
-                graph.checkpointer.delete_thread(thread_id)  # type: ignore[union-attr]
+                plan.graph.checkpointer.delete_thread(  # type: ignore[union-attr]
+                    plan.config["configurable"]["thread_id"]
+                )
             except Exception:  # noqa: BLE001 - a leftover checkpoint is harmless
-                log.warning("could not prune the checkpoints of %s", row.request_id, exc_info=True)
+                log.warning(
+                    "could not prune the checkpoints of %s", plan.row.request_id, exc_info=True
+                )
         return outcome
 
     def _bare(self, bot: str, graph: Graph) -> Graph:
@@ -307,16 +425,18 @@ class MemoryWorker:
             bare = self._bare_graphs.setdefault(bot, graph.copy({"checkpointer": None}))
         return bare
 
-    def _save_resume_point(self, graph: Graph, config: Any, steps: _Steps) -> None:
-        """What a run checkpointed at its end would have saved on failing: the state after
-        its last finished step, so the retry resumes at the step that failed."""
-        saver = graph.checkpointer
+    def _save_resume_point(self, plan: _Run) -> None:
+        """What a bare run checkpointed at its end would have saved on failing: the state
+        after its last finished step, so the retry resumes at the step that failed."""
+        saver, steps = plan.graph.checkpointer, plan.steps
+        if not plan.bare or plan.resume:
+            return  # it ran on its checkpointer, which saved it
         if steps.last is None or not isinstance(saver, BaseCheckpointSaver):
             return  # the first step failed: the retry starts over, as it would resume
         try:
             # the saved state is this run's alone, not merged into an earlier submission's
-            saver.delete_thread(config["configurable"]["thread_id"])
-            graph.update_state(config, steps.values, as_node=steps.last)
+            saver.delete_thread(plan.config["configurable"]["thread_id"])
+            plan.graph.update_state(plan.config, steps.values, as_node=steps.last)
         except Exception:  # noqa: BLE001 - then the retry runs it from the start
             log.warning("could not save the resume point of a memory job", exc_info=True)
 
@@ -355,11 +475,12 @@ class MemoryWorker:
         lock, halt = threading.Lock(), threading.Event()
 
         def loop() -> None:
-            while not halt.is_set() and (outcome := self.run_next()) is not None:
+            while not halt.is_set() and (outcomes := self.run_batch()):
                 with lock:
-                    done.append(outcome)
-                    if on_done:
-                        on_done(outcome)
+                    done.extend(outcomes)
+                    for outcome in outcomes:
+                        if on_done:
+                            on_done(outcome)
 
         self._on_threads(loop, halt)
         return done
@@ -431,7 +552,7 @@ class MemoryWorker:
                 if time.monotonic() >= next_prune:
                     self.prune()
                     next_prune = time.monotonic() + decay.interval_s
-                ran = self.run_next() is not None
+                ran = bool(self.run_batch())
             except Exception as exc:  # noqa: BLE001 - a dependency is down: wait, retry
                 backoff = min(max_backoff_s, max(poll_s, backoff * 2))
                 log.warning(

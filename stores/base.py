@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
@@ -308,6 +309,15 @@ class MemoryStore(EventStore, Protocol):
     """Event memory as the graphs use it: search, plus what keeps it alive or lets it go
     (stores/decay.py)."""
 
+    def upsert_many(
+        self, events: Sequence[EventRecord], vectors: Sequence[Sequence[float]] | None = None
+    ) -> None: ...
+
+    def deferred(self) -> AbstractContextManager[list[EventRecord]]:
+        """Upserts in this block (this thread and the graph runs it starts) are kept in the
+        list it yields, not written: the caller writes them in one ``upsert_many``."""
+        ...
+
     def recalled(self, ids: Sequence[str], at: float | None = None) -> None:
         """These memories were recalled (into a reply, a tool's answer): they fade slower."""
         ...
@@ -548,6 +558,11 @@ class JobQueue(Protocol):
 
     def claim(self, worker: str, *, lease_s: float, request_id: str | None = None) -> JobRow | None:
         """Take the next due job (or a running one whose lease ran out after a crash)."""
+        ...
+
+    def claim_more(self, worker: str, *, lease_s: float, after: str, limit: int) -> list[JobRow]:
+        """Up to ``limit`` more due jobs of the chat of ``after``, a job this worker holds,
+        earliest first (a chat's backlog, run by one worker in order)."""
         ...
 
     def renew(self, request_id: str, worker: str, *, lease_s: float) -> bool:

@@ -140,6 +140,7 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
     assert set(workers) == {("sqlite", t, w) for t in (1, 2) for w in (1, 2)}
     for run in workers.values():  # every queued job ran, once, whichever process took it
         assert run["jobs"] == 12 and sum(run["statuses"].values()) == 12, run
+        assert run["job_batch"] == Settings.model_fields["job_batch"].default == 8
         # each worker ran on a core of its own (read from the running process)
         assert run["pinned"] and run["cores"] == [[i] for i in range(run["workers"])], run
         assert run["jobs_per_s"] > 0
@@ -164,7 +165,7 @@ def test_bench_scale_smoke(tmp_path: Path) -> None:
     assert "jobs/s" in out and "1,200" in out and "OneBot bridge" in out  # the tables printed
     assert "a worker at nice 0" in out
     flat = " ".join(out.split())  # rich wraps long lines
-    assert "1 thread(s): a job's wall time after the first, ms: on a core" in flat
+    assert "1 thread(s), batch 8: a job's wall time after the first, ms: on a core" in flat
     (svg,) = (tmp_path / "out").glob("scale-*.svg")  # the curves, one per measure
     assert svg.read_text().count("<polyline") == 9
 

@@ -113,6 +113,101 @@ def test_a_job_submitted_again_after_a_failure_leaves_no_checkpoint(
     assert list(worker.graph.get_state_history(config)) == []
 
 
+GROUP = ChatScope(platform="qq", chat_type="group", chat_id="1001")
+
+
+def counted_vector_writes(deps: Deps, failures: int = 0) -> list[list[str]]:
+    """The ids of each Chroma upsert the event store makes; the first ``failures`` fail."""
+    vector: Any = deps.events.vector  # type: ignore[attr-defined]
+    calls: list[list[str]] = []
+    upsert_many = vector.upsert_many
+
+    def counted(events: Any, vectors: Any = None) -> None:
+        calls.append([e.id for e in events])
+        if len(calls) <= failures:
+            raise ConnectionError("chroma unavailable")
+        upsert_many(events, vectors)
+
+    vector.upsert_many = counted
+    return calls
+
+
+def backlog(worker: MemoryWorker, now: list[float]) -> list[str]:
+    """Five jobs in one chat, two in another, queued in turn."""
+    ids = []
+    for i in range(7):
+        chat = "1001" if i % 3 != 2 else "1002"
+        now[0] += 0.01
+        worker.submit(job(f"b{i}", chat_id=chat, new_info=f"我第{i}次说：周末去爬山"))
+        ids.append(f"b{i}")
+    return ids
+
+
+@pytest.mark.parametrize("batch", [8, 1])
+def test_a_chats_backlog_is_written_in_one_go(tmp_path: Path, deps: Deps, batch: int) -> None:
+    worker, now = make_worker(tmp_path, deps, failures=0, job_batch=batch)
+    calls = counted_vector_writes(deps)
+    ids = backlog(worker, now)
+    done = worker.drain()
+    assert sorted(o.request_id for o in done) == ids
+    assert all(o.status == "stored" for o in done), done
+    if batch == 8:  # each chat's jobs, in order, in one upsert (the chats side by side)
+        assert sorted(calls) == [["b0", "b1", "b3", "b4", "b6"], ["b2", "b5"]]
+    else:
+        assert sorted(calls) == [[i] for i in ids]
+    assert deps.events.count(GROUP) == 5
+    assert {e.id for e in deps.events.get(ids)} == set(ids)
+    assert all(worker.jobs.get(i).status == "done" for i in ids)  # type: ignore[union-attr]
+
+
+def test_a_batch_whose_memories_cannot_be_written_runs_again_whole(
+    tmp_path: Path, deps: Deps
+) -> None:
+    """Chroma down when the batch is written: no job is done, nothing is stored on either
+    side, no resume point is left (the retry runs each from its start); then all are."""
+    worker, now = make_worker(tmp_path, deps, failures=0)
+    calls = counted_vector_writes(deps, failures=1)
+    for i in range(3):
+        now[0] += 0.01
+        worker.submit(job(f"c{i}", new_info=f"我第{i}次说：周末去爬山"))
+    failed = worker.run_batch()
+    assert [o.status for o in failed] == ["failed"] * 3
+    assert all(o.error == "ConnectionError: chroma unavailable" for o in failed)
+    assert calls == [["c0", "c1", "c2"]]
+    assert deps.events.count(GROUP) == 0 and deps.events.get(["c0", "c1", "c2"]) == []
+    for i in range(3):
+        row = worker.jobs.get(f"c{i}")
+        assert row is not None and row.status == "queued" and row.attempts == 1
+        thread: Any = {"configurable": {"thread_id": job_thread_id(deps.bot_id, f"c{i}")}}
+        assert worker.graph.get_state(thread).values == {}
+    now[0] = max(o.retry_at or 0 for o in failed) + 0.01
+    assert [o.status for o in worker.drain()] == ["stored"] * 3
+    assert deps.events.count(GROUP) == 3
+
+
+def test_a_job_that_fails_in_a_batch_resumes_and_the_others_are_done(
+    tmp_path: Path, deps: Deps
+) -> None:
+    """The first job's write fails in its run (its embed step): the batch goes on, the
+    others' memories are written and they are done; it gets its resume point and is
+    stored on its retry."""
+    worker, now = make_worker(tmp_path, deps, failures=1)
+    for i in range(3):
+        now[0] += 0.01
+        worker.submit(job(f"d{i}", new_info=f"我第{i}次说：周末去爬山"))
+    outcomes = {o.request_id: o for o in worker.run_batch()}
+    assert {k: o.status for k, o in outcomes.items()} == {
+        "d0": "failed", "d1": "stored", "d2": "stored"
+    }  # fmt: skip
+    assert {e.id for e in deps.events.get(["d0", "d1", "d2"])} == {"d1", "d2"}
+    d0: Any = {"configurable": {"thread_id": job_thread_id(deps.bot_id, "d0")}}
+    assert worker.graph.get_state(d0).next == ("embed",)
+    now[0] = (outcomes["d0"].retry_at or 0) + 0.01
+    assert [o.status for o in worker.drain()] == ["stored"]
+    assert deps.events.count(GROUP) == 3
+    assert worker.graph.get_state(d0).values == {}
+
+
 def test_backoff_doubles_and_the_job_is_kept_when_it_gives_up(tmp_path: Path, deps: Deps) -> None:
     worker, now = make_worker(tmp_path, deps, failures=99, job_max_attempts=3)
     worker.submit(job())
@@ -136,11 +231,20 @@ def test_a_bad_job_is_refused_and_nothing_queued(tmp_path: Path, deps: Deps) -> 
     assert worker.jobs.counts() == {}
 
 
-def killed_at_embed(data: Path, steps: str) -> None:
+def killed_at_embed(data: Path, steps: str, jobs: int = 1) -> None:
     """A worker process runs ``job()`` with JOB_STEP_CHECKPOINTS=``steps`` and is killed
-    (SIGKILL) as it reaches the embed step."""
+    (SIGKILL) as it reaches the embed step; with ``jobs``, as many in one batch, killed at
+    the last one's."""
     child = subprocess.run(
-        [sys.executable, "-m", "tests.crash_child", str(data), json.dumps(job()), steps],
+        [
+            sys.executable,
+            "-m",
+            "tests.crash_child",
+            str(data),
+            json.dumps(job()),
+            steps,
+            str(jobs),
+        ],  # fmt: skip
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -193,6 +297,28 @@ def test_kill_9_mid_run_of_a_rules_job_runs_it_again_whole_and_stores_once(
     assert session.deps.events.count(scope) == 1
     assert session.jobs.get("r1").attempts == 2  # type: ignore[union-attr]
     assert session.worker.run_next() is None
+
+
+@pytest.mark.slow
+def test_kill_9_mid_batch_stores_nothing_then_every_job_once_in_order(tmp_path: Path) -> None:
+    """Killed at a batch's third job, the first two's memories were not written yet: none
+    is stored, no job is done; once the leases run out the next worker runs them again,
+    in their order, and stores each once."""
+    data = tmp_path / "data"
+    killed_at_embed(data, "model", jobs=3)
+    session = open_session(Settings(data_dir=data, job_lease_s=1.0))
+    scope = ChatScope(platform="qq", chat_type="group", chat_id="1001")
+    assert session.deps.events.count(scope) == 0
+    assert [session.jobs.get(f"r{i}").status for i in (1, 2, 3)] == ["running"] * 3  # type: ignore[union-attr]
+    time.sleep(1.1)  # the dead worker's leases run out
+    calls = counted_vector_writes(session.deps)
+    outcomes = session.worker.run_batch()
+    assert [(o.request_id, o.status) for o in outcomes] == [
+        ("r1", "stored"), ("r2", "stored"), ("r3", "stored")
+    ]  # fmt: skip
+    assert calls == [["r1", "r2", "r3"]]
+    assert session.deps.events.count(scope) == 3
+    assert [session.jobs.get(f"r{i}").attempts for i in (1, 2, 3)] == [2, 2, 2]  # type: ignore[union-attr]
 
 
 def test_a_job_that_calls_a_model_is_checkpointed_at_every_step_one_on_rules_at_its_end(

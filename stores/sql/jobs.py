@@ -18,6 +18,7 @@ from sqlalchemy import (
     Float,
     Row,
     Select,
+    and_,
     bindparam,
     delete,
     exists,
@@ -114,6 +115,60 @@ class SqlJobQueue:
             return claim(self.engine, self.reads, self.clock, worker, lease_s, self.bot)
         where = [mine(MemoryJobRow, self.bot), MemoryJobRow.request_id == request_id]
         return claim(self.engine, self.reads, self.clock, worker, lease_s, where)
+
+    def claim_more(self, worker: str, *, lease_s: float, after: str, limit: int) -> list[JobRow]:
+        """Up to ``limit`` more due jobs of the chat of ``after`` (a job this worker has
+        just claimed), earliest first, claimed in one transaction. No other worker takes a
+        queued one meanwhile: their chat has a job running. The guard the update repeats
+        is the compare-and-set: a job another worker took first is left to it."""
+        if limit < 1:
+            return []
+        now = self.clock()
+        chat = (_JOBS.c.platform, _JOBS.c.chat_type, _JOBS.c.chat_id)
+        # queued and due, or left running by a dead worker (a killed batch's jobs come
+        # back in their order: they were queued before the chat's queued ones)
+        claimable = or_(
+            and_(_JOBS.c.status == "queued", _JOBS.c.next_attempt_at <= now),
+            and_(_JOBS.c.status == "running", _JOBS.c.lease_until < now),
+        )
+        # Statement by statement, each on an index: as one, PostgreSQL planned the join on
+        # a fresh table's statistics as a scan per queued job (3.4 s for 400 jobs).
+        with self.engine.begin() as conn:
+            where = conn.execute(select(*chat).where(*self._key(after))).first()
+            if where is None:
+                return []
+            ids = list(
+                conn.execute(
+                    select(_JOBS.c.request_id)
+                    .where(
+                        mine(_JOBS.c, self.bot),
+                        *(col == value for col, value in zip(chat, where, strict=True)),
+                        _JOBS.c.status.in_(["queued", "running"]),  # ix_memory_jobs_running
+                        claimable,
+                    )
+                    .order_by(_JOBS.c.next_attempt_at)
+                    .limit(limit)
+                ).scalars()
+            )
+            if not ids:
+                return []
+            won = conn.execute(
+                update(MemoryJobRow)
+                .where(
+                    mine(MemoryJobRow, self.bot),
+                    MemoryJobRow.request_id.in_(ids),
+                    claimable,
+                )
+                .values(
+                    status="running",
+                    attempts=MemoryJobRow.attempts + 1,
+                    locked_by=worker,
+                    lease_until=now + lease_s,
+                    updated_at=now,
+                )
+                .returning(*_JOBS.c)
+            ).all()
+        return sorted((_to_job(row) for row in won), key=lambda j: j.next_attempt_at)
 
     def renew(self, request_id: str, worker: str, *, lease_s: float) -> bool:
         """Extend a running job's lease (a worker's heartbeat); False when it holds it no more."""

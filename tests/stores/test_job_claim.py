@@ -112,6 +112,76 @@ def test_a_chats_jobs_run_one_at_a_time_in_order_chats_side_by_side(engine: Engi
     assert ids(1) == ["j4"]
 
 
+def test_a_worker_takes_more_of_its_chats_due_jobs_earliest_first(engine: Engine) -> None:
+    """Only queued, due jobs of the claimed job's chat and bot, up to the limit, in order;
+    none another worker holds; and then the chat is busy for everyone else."""
+    now = [1000.0]
+    queue = SqlJobQueue(engine, bot="bot-a", clock=lambda: now[0])
+    other_bot = SqlJobQueue(engine, bot="bot-b", clock=lambda: now[0])
+    board = SqlJobBoard(engine, clock=lambda: now[0])
+    for i, (q, scope) in enumerate(
+        [(queue, GROUP), (queue, OTHER), (other_bot, GROUP), (queue, GROUP), (queue, GROUP),
+         (queue, GROUP), (queue, GROUP)]
+    ):  # fmt: skip
+        now[0] = 1000.0 + i
+        q.enqueue(f"j{i}", {}, scope=scope, user_id="u1")
+    now[0] = 1010.0
+    first = board.claim("w1", lease_s=30)
+    assert first is not None and first.request_id == "j0"
+    queue.fail("j4", "boom", retry_at=2000.0)  # not due
+    taken = queue.claim_more("w1", lease_s=30, after="j0", limit=2)
+    assert [(r.request_id, r.status, r.attempts) for r in taken] == [
+        ("j3", "running", 1), ("j5", "running", 1)
+    ]  # fmt: skip
+    assert queue.claim_more("w1", lease_s=30, after="j0", limit=0) == []
+    # j6 waits: its chat is busy; another chat's job and another bot's are taken
+    claimed = [board.claim("w2", lease_s=30) for _ in range(3)]
+    assert [r.request_id if r else None for r in claimed] == ["j1", "j2", None]
+    assert {r.request_id for r in queue.list("running")} == {"j0", "j1", "j3", "j5"}
+    assert queue.get("j6").status == "queued"  # type: ignore[union-attr]
+    assert [r.request_id for r in queue.claim_more("w1", lease_s=30, after="j0", limit=8)] == ["j6"]
+    assert other_bot.claim_more("w1", lease_s=30, after="j0", limit=8) == []
+
+
+def test_a_dead_workers_batch_comes_back_in_order_before_the_chats_queued_jobs(
+    engine: Engine,
+) -> None:
+    now = [1000.0]
+    queue = SqlJobQueue(engine, bot="bot-a", clock=lambda: now[0])
+    for i in range(5):
+        now[0] = 1000.0 + i
+        queue.enqueue(f"j{i}", {}, scope=GROUP, user_id="u1")
+    queue.claim("w1", lease_s=30)
+    assert [r.request_id for r in queue.claim_more("w1", lease_s=30, after="j0", limit=2)] == [
+        "j1", "j2"
+    ]  # fmt: skip
+    now[0] = 1100.0  # w1 was killed: its leases ran out
+    first = queue.claim("w2", lease_s=30)
+    assert first is not None and first.request_id == "j0"
+    more = queue.claim_more("w2", lease_s=30, after="j0", limit=8)
+    assert [(r.request_id, r.attempts) for r in more] == [
+        ("j1", 2), ("j2", 2), ("j3", 1), ("j4", 1)
+    ]  # fmt: skip
+    assert queue.claim_more("w3", lease_s=30, after="j0", limit=8) == []  # w2's now
+
+
+def test_taking_more_of_a_chat_reads_no_finished_job(sqlite_engine: Engine) -> None:
+    queue = SqlJobQueue(sqlite_engine, bot="bot-a")
+    finished(sqlite_engine, 200)
+    for i in range(3):
+        queue.enqueue(f"j{i}", {}, scope=GROUP, user_id="u1")
+    queue.claim("w", lease_s=60)
+    few = sqlite_steps(
+        sqlite_engine, lambda: queue.claim_more("w", lease_s=60, after="j0", limit=1)
+    )
+    finished(sqlite_engine, 50_000, start=200)
+    many = sqlite_steps(
+        sqlite_engine, lambda: queue.claim_more("w", lease_s=60, after="j0", limit=1)
+    )
+    assert many <= few + 1, (few, many)
+    assert {r.request_id for r in queue.list("running")} == {"j0", "j1", "j2"}
+
+
 def test_racing_claims_never_run_two_jobs_of_a_chat_at_once(engine: Engine) -> None:
     """Six threads claim at once, with no lock: each chat's jobs still run one at a time,
     in the order they were queued."""
