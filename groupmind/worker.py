@@ -14,7 +14,9 @@ died is taken up again within a lease. When the queue itself is unreachable (the
 is down), ``serve`` backs off and tries again; it never exits for it.
 
 One worker serves every bot: it takes the next due job of any bot and runs it through that
-bot's own memory graph (its stores), on a checkpoint thread of that bot's.
+bot's own memory graph (its stores), on a checkpoint thread of that bot's. A rules job
+comes with up to ``JOB_BATCH - 1`` more due jobs of its chat (``run_batch``): they run in
+order and their memories are written in one go after the last, each job done only then.
 """
 
 from __future__ import annotations

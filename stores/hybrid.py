@@ -243,7 +243,7 @@ class HybridEventStore:
         (one embedding call, one Chroma upsert a shard, one SQL transaction), after the
         block. A worker runs a chat's backlog of jobs so: one Chroma upsert of one event
         costs ~7 ms of the Chroma server's CPU and ~5 of the caller's, eight in one call
-        about twice one (README, "Workers")."""
+        about twice one (README, "A chat's backlog in one write")."""
         pending: list[EventRecord] = []
         token = _DEFERRED.set((self, pending))
         try:
