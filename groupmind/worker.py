@@ -289,7 +289,7 @@ class MemoryWorker:
 
     def _plan(self, row: JobRow) -> _Run | Outcome:
         """How a claimed job runs: its bot's queue and graph, its thread, and whether it
-        resumes; an Outcome when this worker cannot run it."""
+        resumes; an Outcome when this worker cannot run it, or cannot read its thread."""
         bot = row.bot_id or self.bot
         self.bots.add(bot)
         jobs, graph = self.board.queue(bot), self.tenants.memory_graph(bot)
@@ -314,7 +314,10 @@ class MemoryWorker:
             durability = "exit"  # a kill -9 runs it again whole: idempotent, milliseconds
         # A run that stopped mid-way (error or kill -9) resumes at the unfinished step; a
         # thread left by an earlier submission of the job is pruned when it is done.
-        found = graph.get_state(config)
+        try:
+            found = graph.get_state(config)
+        except Exception as exc:  # noqa: BLE001 - the checkpointer is down: retried later
+            return self._failed(jobs, row, exc)
         return _Run(
             row=row,
             bot=bot,
@@ -367,7 +370,7 @@ class MemoryWorker:
             try:
                 if pending:
                     events.upsert_many(pending)
-            except Exception as exc:  # noqa: BLE001 - nothing of the batch was stored
+            except Exception as exc:  # noqa: BLE001 - each runs again; the writes are idempotent
                 return outcomes + [self._failed(plan.jobs, plan.row, exc) for plan, _ in ran]
         for plan, error in ran:
             if error is None:

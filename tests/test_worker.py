@@ -208,6 +208,29 @@ def test_a_job_that_fails_in_a_batch_resumes_and_the_others_are_done(
     assert worker.graph.get_state(d0).values == {}
 
 
+def test_a_checkpointer_that_cannot_be_read_leaves_the_job_queued_with_the_error(
+    tmp_path: Path, deps: Deps
+) -> None:
+    worker, now = make_worker(tmp_path, deps, failures=0)
+    graph: Any = worker.graph
+    get_state = graph.get_state
+
+    def down(config: Any) -> Any:
+        graph.get_state = get_state  # down once
+        raise ConnectionError("checkpointer unavailable")
+
+    graph.get_state = down
+    worker.submit(job())
+    failed = worker.run_batch()
+    assert [(o.status, o.error) for o in failed] == [
+        ("failed", "ConnectionError: checkpointer unavailable")
+    ]
+    row = worker.jobs.get("r1")
+    assert row is not None and row.status == "queued" and row.last_error == failed[0].error
+    now[0] = (failed[0].retry_at or 0) + 0.01
+    assert [o.status for o in worker.run_batch()] == ["stored"]
+
+
 def test_backoff_doubles_and_the_job_is_kept_when_it_gives_up(tmp_path: Path, deps: Deps) -> None:
     worker, now = make_worker(tmp_path, deps, failures=99, job_max_attempts=3)
     worker.submit(job())
