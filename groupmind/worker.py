@@ -131,8 +131,9 @@ class _Run:
     steps: _Steps = field(default_factory=_Steps)
 
     @property
-    def batched(self) -> bool:
-        """Its memory may be written after it ran: nothing of it is checkpointed first."""
+    def unchecked(self) -> bool:
+        """It runs without its checkpointer (a resume runs on it): nothing of it is saved
+        while it runs, so its memory may be written after it, in a batch's one write."""
         return self.bare and not self.resume
 
 
@@ -263,7 +264,7 @@ class MemoryWorker:
         plan = self._plan(row)
         if isinstance(plan, Outcome):
             return [plan]
-        if not plan.batched or self.settings.job_batch == 1:
+        if not plan.unchecked or self.settings.job_batch == 1:
             return [self._run(plan)]
         more = plan.jobs.claim_more(
             self.worker_id,
@@ -276,7 +277,7 @@ class MemoryWorker:
         for extra in map(self._plan, more):
             if isinstance(extra, Outcome):
                 outcomes.append(extra)
-            elif extra.batched:
+            elif extra.unchecked:
                 batch.append(extra)
             else:  # the chat's order holds: what came before it is written first
                 outcomes += self._together(batch) + [self._run(extra)]
@@ -381,7 +382,7 @@ class MemoryWorker:
         return outcomes
 
     def _stream(self, plan: _Run) -> None:
-        runner = self._bare(plan.bot, plan.graph) if plan.bare and not plan.resume else plan.graph
+        runner = self._bare(plan.bot, plan.graph) if plan.unchecked else plan.graph
         for mode, chunk in runner.stream(
             None if plan.resume else plan.row.payload,
             plan.config,
@@ -434,7 +435,7 @@ class MemoryWorker:
         """What a bare run checkpointed at its end would have saved on failing: the state
         after its last finished step, so the retry resumes at the step that failed."""
         saver, steps = plan.graph.checkpointer, plan.steps
-        if not plan.bare or plan.resume:
+        if not plan.unchecked:
             return  # it ran on its checkpointer, which saved it
         if steps.last is None or not isinstance(saver, BaseCheckpointSaver):
             return  # the first step failed: the retry starts over, as it would resume
