@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from domain.scope import ChatScope
+from domain.scope import ChatScope, ForgetTarget
 from graphs.memory import build_memory_graph
 from groupmind import background
 from groupmind.checkpoint import make_checkpointer
@@ -23,6 +23,7 @@ from groupmind.worker import MemoryWorker
 from nodes.deps import Deps
 from state.validation import InputError
 from stores.base import job_thread_id
+from stores.forget import Erased, erase
 from stores.sql import SqlJobQueue
 from tests.fakes import DownEvents, FakeChat
 from tests.graphs.helpers import job
@@ -206,6 +207,40 @@ def test_a_job_that_fails_in_a_batch_resumes_and_the_others_are_done(
     assert [o.status for o in worker.drain()] == ["stored"]
     assert deps.events.count(GROUP) == 3
     assert worker.graph.get_state(d0).values == {}
+
+
+def test_a_forget_during_a_batch_erases_what_the_batch_writes(tmp_path: Path, deps: Deps) -> None:
+    """A person is forgotten while a batch with their jobs runs: the erase waits for the
+    batch's jobs (running until their memories are written), so nothing of theirs lands
+    after it, in SQL or in Chroma; the other person's memory stays."""
+    worker, now = make_worker(tmp_path, deps, failures=0)
+    people = [("10001", "小明"), ("20002", "小红"), ("10001", "小明")]
+    for i, (user, name) in enumerate(people):
+        now[0] += 0.01
+        worker.submit(
+            job(f"e{i}", user_id=user, user_name=name, new_info=f"我第{i}次说：周末去爬山")
+        )
+    erased: list[Erased] = []
+
+    def forget() -> None:
+        erased.append(
+            erase(ForgetTarget(platform="qq", user_id="10001"), events=deps.events,
+                  profiles=deps.profiles, messages=None, jobs=worker.jobs, wait_s=30)
+        )  # fmt: skip
+
+    eraser = threading.Thread(target=forget)
+
+    def start_forget_once() -> None:
+        if not eraser.is_alive() and not erased:
+            worker.between_steps = None
+            eraser.start()
+
+    worker.between_steps = start_forget_once  # at the batch's first step
+    assert [o.status for o in worker.run_batch()] == ["stored"] * 3
+    eraser.join(30)
+    assert erased and erased[0].still_running == [] and erased[0].counts["events"] == 2
+    assert [e.id for e in deps.events.get(["e0", "e1", "e2"])] == ["e1"]
+    assert set(deps.events.vector.vectors(["e0", "e1", "e2"])) == {"e1"}  # type: ignore[attr-defined]
 
 
 def test_a_checkpointer_that_cannot_be_read_leaves_the_job_queued_with_the_error(
@@ -467,7 +502,9 @@ class Timed:
 def test_threads_run_every_job_once_a_chats_jobs_in_order_chats_side_by_side(
     tmp_path: Path, deps: Deps
 ) -> None:
-    s = Settings(data_dir=tmp_path / "data", worker_threads=3)
+    # one job a claim: each of a chat's jobs is claimed on its own, by any thread (a batch
+    # would take the chat's three at once, on one thread, and prove nothing of the claims)
+    s = Settings(data_dir=tmp_path / "data", worker_threads=3, job_batch=1)
     timed = Timed(deps.events)
     engine = deps.profiles.engine  # type: ignore[attr-defined]
     mine = replace(deps, events=timed, jobs=SqlJobQueue(engine, bot=deps.bot_id))
