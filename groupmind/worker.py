@@ -373,9 +373,10 @@ class MemoryWorker:
                     events.upsert_many(pending)
             except Exception as exc:  # noqa: BLE001 - each runs again; the writes are idempotent
                 return outcomes + [self._failed(plan.jobs, plan.row, exc) for plan, _ in ran]
-        for plan, error in ran:
+        done = iter(self._all_done([plan for plan, error in ran if error is None]))
+        for plan, error in ran:  # in the batch's order
             if error is None:
-                outcomes.append(self._done(plan))
+                outcomes.append(next(done))
             else:
                 self._save_resume_point(plan)
                 outcomes.append(self._failed(plan.jobs, plan.row, error))
@@ -399,8 +400,21 @@ class MemoryWorker:
         return Outcome(plan.row.request_id, "failed", error=str(exc), attempts=plan.row.attempts)
 
     def _done(self, plan: _Run) -> Outcome:
+        return self._all_done([plan])[0]
+
+    def _all_done(self, plans: list[_Run]) -> list[Outcome]:
+        """A batch's jobs done in one SQL transaction (they are one bot's)."""
+        outcomes = [self._outcome(plan) for plan in plans]
+        if plans:
+            plans[0].jobs.complete_many({o.request_id: o.as_json() for o in outcomes})
+        for plan in plans:
+            self._prune(plan)
+        return outcomes
+
+    @staticmethod
+    def _outcome(plan: _Run) -> Outcome:
         out = plan.steps.values
-        outcome = Outcome(
+        return Outcome(
             request_id=plan.row.request_id,
             status=out.get("status", "stored"),
             text=out.get("text", ""),
@@ -411,7 +425,8 @@ class MemoryWorker:
             usage=out.get("usage") or None,
             variants=out.get("variants") or None,
         )
-        plan.jobs.complete(plan.row.request_id, outcome.as_json())
+
+    def _prune(self, plan: _Run) -> None:
         keep = self.settings.keep_checkpoints or not plan.graph.checkpointer
         if (plan.saved or not plan.bare) and not keep:
             # The outcome is durable in the queue; the run's steps are only needed to resume.
@@ -423,7 +438,6 @@ class MemoryWorker:
                 log.warning(
                     "could not prune the checkpoints of %s", plan.row.request_id, exc_info=True
                 )
-        return outcome
 
     def _bare(self, bot: str, graph: Graph) -> Graph:
         """The bot's memory graph without its checkpointer (made once a bot)."""

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import event
 
 from domain.scope import ChatScope, ForgetTarget
 from graphs.memory import build_memory_graph
@@ -149,13 +150,22 @@ def test_a_chats_backlog_is_written_in_one_go(tmp_path: Path, deps: Deps, batch:
     worker, now = make_worker(tmp_path, deps, failures=0, job_batch=batch)
     calls = counted_vector_writes(deps)
     ids = backlog(worker, now)
+    finishing: list[int] = []  # jobs marked done, per statement
+
+    def seen(_c: Any, _cur: Any, sql: str, params: Any, _ctx: Any, many: bool) -> None:
+        if sql.startswith("UPDATE memory_jobs") and "done" in str(params):
+            finishing.append(len(params) if many else 1)
+
+    event.listen(worker.jobs.engine, "before_cursor_execute", seen)  # type: ignore[attr-defined]
     done = worker.drain()
     assert sorted(o.request_id for o in done) == ids
     assert all(o.status == "stored" for o in done), done
     if batch == 8:  # each chat's jobs, in order, in one upsert (the chats side by side)
         assert sorted(calls) == [["b0", "b1", "b3", "b4", "b6"], ["b2", "b5"]]
+        assert sorted(finishing) == [2, 5]  # and done in one statement
     else:
         assert sorted(calls) == [[i] for i in ids]
+        assert finishing == [1] * 7
     assert deps.events.count(GROUP) == 5
     assert {e.id for e in deps.events.get(ids)} == set(ids)
     assert all(worker.jobs.get(i).status == "done" for i in ids)  # type: ignore[union-attr]

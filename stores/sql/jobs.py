@@ -186,7 +186,20 @@ class SqlJobQueue:
         return bool(renewed == 1)
 
     def complete(self, request_id: str, result: dict[str, Any]) -> None:
-        self._finish(request_id, status="done", result=result, last_error=None)
+        self.complete_many({request_id: result})
+
+    def complete_many(self, results: dict[str, dict[str, Any]]) -> None:
+        """Each job done with its result, in one transaction (a batch's jobs: on SQLite
+        every write transaction takes the database's one write lock)."""
+        done = {"status": "done", "last_error": None, "locked_by": None, "lease_until": None}
+        now = self.clock()
+        rows = [
+            {**done, "result": result, "updated_at": now, "k_bot": self.bot, "k_request": rid}
+            for rid, result in results.items()
+        ]
+        if rows:
+            with self.engine.begin() as conn:
+                conn.execute(_SET, rows)
 
     def fail(self, request_id: str, error: str, *, retry_at: float | None) -> None:
         if retry_at is None:

@@ -213,3 +213,34 @@ def test_racing_claims_never_run_two_jobs_of_a_chat_at_once(engine: Engine) -> N
         assert starts == sorted(starts) and len(starts) == 6, mine
         # start, end, start, end...: never two of one chat running together
         assert [what for _, what in mine] == ["start", "end"] * 6, mine
+
+
+def test_a_batchs_jobs_are_done_in_one_transaction_each_with_its_result(engine: Engine) -> None:
+    """One write transaction for the batch (on SQLite each takes the one write lock); each
+    job gets its own result and gives its lease up; another bot's job of the same request
+    id is not touched."""
+    queue = SqlJobQueue(engine, bot="bot-a")
+    other_bot = SqlJobQueue(engine, bot="bot-b")
+    for i in range(3):
+        queue.enqueue(f"j{i}", {}, scope=GROUP, user_id="u1")
+    other_bot.enqueue("j1", {}, scope=GROUP, user_id="u1")
+    queue.claim("w", lease_s=60)
+    queue.claim_more("w", lease_s=60, after="j0", limit=8)
+    commits = [0]
+
+    def count(_conn: Any) -> None:
+        commits[0] += 1
+
+    event.listen(engine, "commit", count)
+    try:
+        queue.complete_many({f"j{i}": {"text": f"t{i}"} for i in range(3)})
+        queue.complete_many({})
+    finally:
+        event.remove(engine, "commit", count)
+    assert commits[0] == 1
+    rows = [queue.get(f"j{i}") for i in range(3)]
+    assert [(r.status, r.result) for r in rows if r] == [
+        ("done", {"text": f"t{i}"}) for i in range(3)
+    ]
+    assert queue.list("running") == []
+    assert other_bot.get("j1").status == "queued"  # type: ignore[union-attr]
