@@ -255,9 +255,10 @@ class MemoryWorker:
     def run_batch(self) -> list[Outcome]:
         """The next due job of any bot, and, when it runs on the rule baselines, up to
         ``JOB_BATCH - 1`` more due jobs of its chat, run in order: their memories are
-        written in one go after the last (``MemoryStore.deferred``), and each job is done
-        only once they are. A chat's backlog so costs one embedding call, one Chroma
-        upsert and one SQL write for the batch; with no backlog, a batch is one job."""
+        written in one go after the last (``MemoryStore.deferred``), and the jobs are done,
+        in one transaction, only once they are. A chat's backlog so costs one embedding
+        call, one Chroma upsert and one SQL write for the batch; with no backlog, a batch
+        is one job."""
         row = self.board.claim(self.worker_id, lease_s=self.settings.job_lease_s)
         if row is None:
             return []
