@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import event
+from sqlalchemy.exc import OperationalError
 
 from domain.scope import ChatScope, ForgetTarget
 from graphs.memory import build_memory_graph
@@ -194,6 +195,36 @@ def test_a_batch_whose_memories_cannot_be_written_runs_again_whole(
     now[0] = max(o.retry_at or 0 for o in failed) + 0.01
     assert [o.status for o in worker.drain()] == ["stored"] * 3
     assert deps.events.count(GROUP) == 3
+
+
+def test_a_batch_not_marked_done_runs_again_and_stores_each_memory_once(
+    tmp_path: Path, deps: Deps
+) -> None:
+    """SQL is lost as the batch is marked done, after its memories were written: the error
+    reaches the poll loop (which waits and retries), the jobs stay running under their
+    leases, and once those run out the batch runs again: each memory is stored once and
+    each job is done."""
+    worker, now = make_worker(tmp_path, deps, failures=0, job_lease_s=30)
+    ids = [f"e{i}" for i in range(3)]
+    for i, rid in enumerate(ids):
+        now[0] += 0.01
+        worker.submit(job(rid, new_info=f"我第{i}次说：周末去爬山"))
+    complete_many = worker.jobs.complete_many
+
+    def lost(results: dict[str, Any]) -> None:
+        raise OperationalError("UPDATE memory_jobs", {}, ConnectionError("connection lost"))
+
+    worker.jobs.complete_many = lost  # type: ignore[method-assign]
+    with pytest.raises(OperationalError):
+        worker.run_batch()
+    assert [worker.jobs.get(i).status for i in ids] == ["running"] * 3  # type: ignore[union-attr]
+    assert deps.events.count(GROUP) == 3
+    assert worker.run_batch() == []  # their leases hold them
+    worker.jobs.complete_many = complete_many  # type: ignore[method-assign]
+    now[0] += 31
+    assert [o.status for o in worker.drain()] == ["stored"] * 3
+    assert deps.events.count(GROUP) == 3
+    assert [worker.jobs.get(i).status for i in ids] == ["done"] * 3  # type: ignore[union-attr]
 
 
 def test_a_job_that_fails_in_a_batch_resumes_and_the_others_are_done(
