@@ -7,6 +7,7 @@ topics and summary are rebuilt without their words. In-process through the CLI, 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -190,3 +191,43 @@ def test_forget_leaves_nothing_on_disk_on_langgraph_dev(tmp_path: Path) -> None:
         assert group["stream"] == "qq:group:1001" and group["chat_state"] in ("CHAT", "FOCUSED")
         assert "小明" not in json.dumps(group, ensure_ascii=False)
     assert traces(data, SAID) == {}  # and after it stopped (its last write)
+
+
+def test_a_forget_during_a_memory_batch_leaves_nothing_of_them_on_disk(tmp_path: Path) -> None:
+    """``groupmind forget``'s work (erase, then compact) starts while a worker runs a
+    chat's backlog as one batch, on the deployment's own files: the erase waits for the
+    batch, whose memories are written after its last job, so nothing of the person lands
+    after it; then no file under the data dir holds their words. The other person's
+    memory stays."""
+    from groupmind.forget import forget
+    from nodes.forget import validate_request
+    from tests.graphs.helpers import job
+
+    data = tmp_path / "data"
+    session = open_session(Settings(_env_file=None, data_dir=data))  # type: ignore[call-arg]
+    worker = session.worker
+    said = [(U, f"我的暗号是 {SAID[0]}"), (B, "我周末去爬山"), (U, f"我常去{SAID[2]}")]
+    for i, (who, text) in enumerate(said):
+        worker.submit(job(f"s{i}", new_info=text, action_summary="", **who))
+    request = validate_request({"platform": "qq", "user_id": U["user_id"]}, session.deps)
+    erased: list[dict[str, Any]] = []
+
+    def forget_and_compact() -> None:
+        out = forget(session.deps, session.reply_graph(), request, wait_s=30)
+        erased.append({**out, "compacted": session.runtime.compact()})
+
+    eraser = threading.Thread(target=forget_and_compact)
+
+    def start_once() -> None:  # at the batch's first step
+        worker.between_steps = None
+        eraser.start()
+
+    worker.between_steps = start_once
+    outcomes = worker.run_batch()
+    eraser.join(60)
+    assert [o.request_id for o in outcomes] == ["s0", "s1", "s2"]  # one batch
+    assert [o.status for o in outcomes] == ["stored"] * 3
+    assert erased and erased[0]["still_running"] == [], erased
+    assert erased[0]["removed"]["events"] == 2, erased
+    assert traces(data, [SAID[0], SAID[2]]) == {}
+    assert [e.id for e in session.deps.events.get(["s0", "s1", "s2"])] == ["s1"]
