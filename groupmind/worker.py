@@ -374,10 +374,11 @@ class MemoryWorker:
                     events.upsert_many(pending)
             except Exception as exc:  # noqa: BLE001 - each runs again; the writes are idempotent
                 return outcomes + [self._failed(plan.jobs, plan.row, exc) for plan, _ in ran]
-        done = iter(self._all_done([plan for plan, error in ran if error is None]))
+        done = self._all_done([plan for plan, error in ran if error is None])
+        by_id = {outcome.request_id: outcome for outcome in done}
         for plan, error in ran:  # in the batch's order
             if error is None:
-                outcomes.append(next(done))
+                outcomes.append(by_id[plan.row.request_id])
             else:
                 self._save_resume_point(plan)
                 outcomes.append(self._failed(plan.jobs, plan.row, error))

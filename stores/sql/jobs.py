@@ -191,15 +191,9 @@ class SqlJobQueue:
     def complete_many(self, results: dict[str, dict[str, Any]]) -> None:
         """Each job done with its result, in one transaction (a batch's jobs: on SQLite
         every write transaction takes the database's one write lock)."""
-        done = {"status": "done", "last_error": None, "locked_by": None, "lease_until": None}
-        now = self.clock()
-        rows = [
-            {**done, "result": result, "updated_at": now, "k_bot": self.bot, "k_request": rid}
-            for rid, result in results.items()
-        ]
-        if rows:
-            with self.engine.begin() as conn:
-                conn.execute(_SET, rows)
+        self._finish_all(
+            {rid: {"status": "done", "result": r, "last_error": None} for rid, r in results.items()}
+        )
 
     def fail(self, request_id: str, error: str, *, retry_at: float | None) -> None:
         if retry_at is None:
@@ -224,11 +218,18 @@ class SqlJobQueue:
             )
 
     def _finish(self, request_id: str, **values: Any) -> None:
-        if unknown := values.keys() - _JOBS.c.keys():  # _SET would skip them, not fail
+        self._finish_all({request_id: values})
+
+    def _finish_all(self, values: dict[str, dict[str, Any]]) -> None:
+        """Set each job's columns (every job the same ones) and give its lease up."""
+        if not values:
+            return
+        if unknown := set().union(*values.values()) - set(_JOBS.c.keys()):  # _SET: skipped
             raise ValueError(f"memory_jobs has no column {sorted(unknown)}")
-        values |= {"locked_by": None, "lease_until": None, "updated_at": self.clock()}
+        freed = {"locked_by": None, "lease_until": None, "updated_at": self.clock()}
+        rows = [{**v, **freed, "k_bot": self.bot, "k_request": rid} for rid, v in values.items()]
         with self.engine.begin() as conn:
-            conn.execute(_SET, {**values, "k_bot": self.bot, "k_request": request_id})
+            conn.execute(_SET, rows)
 
     def get(self, request_id: str) -> JobRow | None:
         with Session(self.reads) as s:
