@@ -203,7 +203,8 @@ def test_a_batch_not_marked_done_runs_again_and_stores_each_memory_once(
     """SQL is lost as the batch is marked done, after its memories were written: the error
     reaches the poll loop (which waits and retries), the jobs stay running under their
     leases, and once those run out the batch runs again: each memory is stored once and
-    each job is done."""
+    each job is done, its profile change applied once (a real PostgreSQL stopped under a
+    worker process: tests/faults.py, ``worker_postgres_restart``)."""
     worker, now = make_worker(tmp_path, deps, failures=0, job_lease_s=30)
     ids = [f"e{i}" for i in range(3)]
     for i, rid in enumerate(ids):
@@ -219,12 +220,16 @@ def test_a_batch_not_marked_done_runs_again_and_stores_each_memory_once(
         worker.run_batch()
     assert [worker.jobs.get(i).status for i in ids] == ["running"] * 3  # type: ignore[union-attr]
     assert deps.events.count(GROUP) == 3
+    bond = deps.profiles.get_relationship("qq", "10001")
+    assert bond is not None and bond.relationship_score > 0  # their profile changes: kept
     assert worker.run_batch() == []  # their leases hold them
     worker.jobs.complete_many = complete_many  # type: ignore[method-assign]
     now[0] += 31
     assert [o.status for o in worker.drain()] == ["stored"] * 3
     assert deps.events.count(GROUP) == 3
     assert [worker.jobs.get(i).status for i in ids] == ["done"] * 3  # type: ignore[union-attr]
+    again = deps.profiles.get_relationship("qq", "10001")  # each change applied once
+    assert again is not None and again.relationship_score == bond.relationship_score
 
 
 def test_a_job_that_fails_in_a_batch_resumes_and_the_others_are_done(
