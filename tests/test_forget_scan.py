@@ -197,8 +197,8 @@ def test_a_forget_during_a_memory_batch_leaves_nothing_of_them_on_disk(tmp_path:
     """``groupmind forget``'s work (erase, then compact) starts while a worker runs a
     chat's backlog as one batch, on the deployment's own files: the erase waits for the
     batch, whose memories are written after its last job, so nothing of the person lands
-    after it; then no file under the data dir holds their words. The other person's
-    memory stays."""
+    after it, in SQL or in Chroma; then no file under the data dir holds their words. The
+    other person's memory stays."""
     from groupmind.forget import forget
     from nodes.forget import validate_request
     from tests.graphs.helpers import job
@@ -231,3 +231,5 @@ def test_a_forget_during_a_memory_batch_leaves_nothing_of_them_on_disk(tmp_path:
     assert erased[0]["removed"]["events"] == 2, erased
     assert traces(data, [SAID[0], SAID[2]]) == {}
     assert [e.id for e in session.deps.events.get(["s0", "s1", "s2"])] == ["s1"]
+    vectors: Any = session.deps.events.vector  # type: ignore[attr-defined]
+    assert set(vectors.vectors(["s0", "s1", "s2"])) == {"s1"}  # Chroma's rows: no text

@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import event
 from sqlalchemy.exc import OperationalError
 
-from domain.scope import ChatScope, ForgetTarget
+from domain.scope import ChatScope
 from graphs.memory import build_memory_graph
 from groupmind import background
 from groupmind.checkpoint import make_checkpointer
@@ -25,7 +25,6 @@ from groupmind.worker import MemoryWorker
 from nodes.deps import Deps
 from state.validation import InputError
 from stores.base import job_thread_id
-from stores.forget import Erased, erase
 from stores.sql import SqlJobQueue
 from tests.fakes import DownEvents, FakeChat
 from tests.graphs.helpers import job
@@ -253,40 +252,6 @@ def test_a_job_that_fails_in_a_batch_resumes_and_the_others_are_done(
     assert [o.status for o in worker.drain()] == ["stored"]
     assert deps.events.count(GROUP) == 3
     assert worker.graph.get_state(d0).values == {}
-
-
-def test_a_forget_during_a_batch_erases_what_the_batch_writes(tmp_path: Path, deps: Deps) -> None:
-    """A person is forgotten while a batch with their jobs runs: the erase waits for the
-    batch's jobs (running until their memories are written), so nothing of theirs lands
-    after it, in SQL or in Chroma; the other person's memory stays."""
-    worker, now = make_worker(tmp_path, deps, failures=0)
-    people = [("10001", "小明"), ("20002", "小红"), ("10001", "小明")]
-    for i, (user, name) in enumerate(people):
-        now[0] += 0.01
-        worker.submit(
-            job(f"e{i}", user_id=user, user_name=name, new_info=f"我第{i}次说：周末去爬山")
-        )
-    erased: list[Erased] = []
-
-    def forget() -> None:
-        erased.append(
-            erase(ForgetTarget(platform="qq", user_id="10001"), events=deps.events,
-                  profiles=deps.profiles, messages=None, jobs=worker.jobs, wait_s=30)
-        )  # fmt: skip
-
-    eraser = threading.Thread(target=forget)
-
-    def start_forget_once() -> None:
-        if not eraser.is_alive() and not erased:
-            worker.between_steps = None
-            eraser.start()
-
-    worker.between_steps = start_forget_once  # at the batch's first step
-    assert [o.status for o in worker.run_batch()] == ["stored"] * 3
-    eraser.join(30)
-    assert erased and erased[0].still_running == [] and erased[0].counts["events"] == 2
-    assert [e.id for e in deps.events.get(["e0", "e1", "e2"])] == ["e1"]
-    assert set(deps.events.vector.vectors(["e0", "e1", "e2"])) == {"e1"}  # type: ignore[attr-defined]
 
 
 def test_a_checkpointer_that_cannot_be_read_leaves_the_job_queued_with_the_error(
