@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import time
@@ -14,9 +15,10 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from groupmind.importing.report import Report, chat_map, chat_of
+from groupmind.importing.contract import a_chat, a_platform, an_id, chat_map, field
+from groupmind.importing.report import Report
 from groupmind.settings import Settings
-from state.validation import InputError
+from state.validation import InputError, as_key_part
 
 app = typer.Typer(no_args_is_help=True, help="Import memories: Undefined, MoFox, chat history.")
 out = Console(soft_wrap=True)
@@ -56,7 +58,7 @@ def _checked(make: Callable[[], Any]) -> Any:
 
 
 def _run(
-    total: int, label: str, as_json: bool, work: Callable[[Callable[[int], None]], Any]
+    total: int | None, label: str, as_json: bool, work: Callable[[Callable[[int], None]], Any]
 ) -> Any:
     with Progress(console=err, transient=True, disable=as_json) as progress:
         task = progress.add_task(label, total=total)
@@ -102,13 +104,13 @@ def undefined(
     """Undefined's end summaries, as event memories in their chats."""
     from groupmind.importing.undefined import Target, import_summaries, read_summaries
 
-    where = _platform(ctx, platform)
+    where = _checked(lambda: a_platform(_platform(ctx, platform), "--platform"))
     target = _checked(
         lambda: Target(
             platform=where,
             named=chat_map(mapping or [], where),
-            default=chat_of(chat, where) if chat else None,
-            persona_id=persona,
+            default=a_chat(chat, where) if chat else None,
+            persona_id=field("--persona", lambda: as_key_part(persona, "--persona")),
         )
     )
     records = _checked(lambda: read_summaries(file))
@@ -137,13 +139,16 @@ def mofox(
     """MoFox's relationship table: relationships, impressions and key facts."""
     from groupmind.importing.mofox import Target, import_relationships, read_rows
 
-    where = _platform(ctx, platform)
-    target = _checked(lambda: Target(where, None if chat == "private" else chat_of(chat, where)))
-    rows = _checked(lambda: list(read_rows(file)))
+    where = _checked(lambda: a_platform(_platform(ctx, platform), "--platform"))
+    target = _checked(lambda: Target(where, None if chat == "private" else a_chat(chat, where)))
     deps = _session(ctx).deps
+    rows = read_rows(file, deps.limits)  # streamed: a table may be large
+    end = object()
+    first = _checked(lambda: next(rows, end))  # the file itself is checked here
+    stream = iter(()) if first is end else itertools.chain([first], rows)
     now = time.time()
-    report = _run(len(rows), "importing relationships", as_json, lambda tick: import_relationships(
-        iter(rows), target, deps, now=now, dry_run=dry_run, tick=tick))  # fmt: skip
+    report = _run(None, "importing relationships", as_json, lambda tick: import_relationships(
+        stream, target, deps, now=now, dry_run=dry_run, tick=tick))  # fmt: skip
     _finish(report, as_json)
 
 
@@ -166,7 +171,9 @@ def history(
     """A chat history: stored messages, and memory jobs run here (or by a worker)."""
     from groupmind.importing.history import Source, import_history, read_records
 
-    source = Source(_platform(ctx, platform), self_id)
+    where = _checked(lambda: a_platform(_platform(ctx, platform), "--platform"))
+    mine = _checked(lambda: an_id(self_id, "--self-id")) if self_id is not None else None
+    source = Source(where, mine)
     records = _checked(lambda: read_records(file))
     session = _session(ctx, worker=not (queue_only or dry_run))
     report, job_ids = _run(len(records), "importing messages", as_json, lambda tick: import_history(

@@ -26,9 +26,9 @@ from state.validation import (
     as_id,
     as_key_part,
     chat_id_of,
-    clean,
     context_limits,
     context_tz,
+    limited_text,
     limits_in,
     parse_timestamp,
     persona_of,
@@ -140,12 +140,7 @@ class MemoryJob(BaseModel):
     @field_validator("action_summary", "new_info", mode="before")
     @classmethod
     def _text(cls, value: Any, info: ValidationInfo) -> str:
-        if not isinstance(value, str):
-            raise ValueError(f"must be a string, got {type(value).__name__}")
-        limit = context_limits(info).max_text_chars
-        if len(value) > limit:
-            raise ValueError(f"is {len(value)} characters, over the limit of {limit}")
-        text = clean(value.strip(), multiline=True)
+        text = limited_text(value, context_limits(info).max_text_chars).strip()
         if info.field_name == "new_info" and not text and not info.data.get("action_summary"):
             raise ValueError("empty, and so is action_summary: nothing to remember")
         return text

@@ -88,6 +88,17 @@ Line = Annotated[str, AfterValidator(_line)]  # names: one line, printable
 Text = Annotated[str, AfterValidator(_text)]  # what people say: newlines and tabs allowed
 
 
+def limited_text(value: Any, limit: int, *, multiline: bool = True) -> str:
+    """What people say, as every input carries it (a message's content, a job's texts, an
+    import's): a string within the deployment's limit that every store can keep; over the
+    limit it is refused, never cut."""
+    if not isinstance(value, str):
+        raise ValueError(f"must be a string, got {type(value).__name__}")
+    if len(value) > limit:
+        raise ValueError(f"is {len(value)} characters, over the limit of {limit}")
+    return clean(value, multiline=multiline)
+
+
 def as_id(value: Any, field: str) -> str:
     """Ids arrive as strings or numbers from bots; store them as trimmed strings."""
     if isinstance(value, bool) or not isinstance(value, str | int):

@@ -11,7 +11,6 @@ queues only what is missing.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from groupmind.importing.contract import read_json, read_lines
 from groupmind.importing.report import Report
 from groupmind.onebot.events import Malformed, to_message
 from nodes.deps import ReplyDeps
@@ -37,27 +37,18 @@ class Source:
 
 
 def read_records(path: Path) -> list[Any]:
+    """The file's records: a JSON list (or an action's answer holding one), else JSON
+    lines, each line's own (a line that does not decode or parse is that record's error)."""
     try:
-        body = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(path), f"not readable ({exc})") from None
-    try:
-        data = json.loads(body)
-    except json.JSONDecodeError:
-        return [_decoded(line) for line in body.splitlines() if line.strip()]
+        data = read_json(path)
+    except ValueError:  # not one JSON value: JSON lines
+        return list(read_lines(path))
     if isinstance(data, dict):  # an action's answer: {"data": {"messages": [...]}}
         inner = data.get("data", data)
         data = inner.get("messages") if isinstance(inner, dict) else inner
     if not isinstance(data, list):
         raise InputError(str(path), "expected a list of messages (or {data: {messages: [...]}})")
     return data
-
-
-def _decoded(line: str) -> Any:
-    try:
-        return json.loads(line)
-    except json.JSONDecodeError as exc:
-        return InputError("line", f"not JSON ({exc.msg})")
 
 
 def message_of(record: Any, source: Source, deps: ReplyDeps) -> ChatMessage:

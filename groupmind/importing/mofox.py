@@ -13,21 +13,34 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import create_engine, text
+from sqlalchemy import text
+from sqlalchemy.exc import SQLAlchemyError
 
+from domain.limits import Limits
 from domain.people import KEY_FACT_TYPES, RELATIONSHIP_STAGES
 from domain.scope import ChatScope
+from groupmind.importing.contract import (
+    a_name,
+    a_platform,
+    a_text,
+    a_time,
+    an_id,
+    read_json,
+    read_lines,
+)
 from groupmind.importing.report import Report
 from nodes.deps import Deps
-from nodes.memory.profile_change import merge_key_facts
+from nodes.memory.profile_change import merge_key_facts, trim_impression
 from state.validation import InputError
 from stores.base import LearnedProfile, ProfileChange, Relationship
+from stores.sql.engine import read_only_sqlite
 
 STAGES = {stage for _, stage in RELATIONSHIP_STAGES}
 IMPORTED = "imported"  # the provenance of everything an import wrote
@@ -39,55 +52,74 @@ class Target:
     chat: ChatScope | None  # None: each person's own private chat
 
 
-def read_rows(path: Path) -> Iterator[Any]:
-    """The table's rows: from a SQLite database, a JSON list, or JSON lines."""
-    head = path.open("rb").read(16) if path.exists() else b""
+_END = object()
+MAX_ROWS = 1_000_000  # a relationship table far beyond any bot's: read no further
+MAX_WORDS = 50  # aliases, keywords: a list past this is no one's
+
+
+def read_rows(path: Path, limits: Limits) -> Iterator[Any]:
+    """The table's rows, streamed: from a SQLite database (the table itself, never a view;
+    each value cut one character past the text limit, so a huge one is refused by its
+    size, not read whole), a JSON list, or JSON lines (a bad line is that row's error)."""
+    head = path.open("rb").read(16) if path.is_file() else b""
     if not head:
         raise InputError(str(path), "no such file, or empty")
     if head.startswith(b"SQLite format 3"):
-        engine = create_engine(f"sqlite:///file:{path.resolve()}?mode=ro&uri=true")
-        try:
-            with engine.connect() as conn:
-                yield from (
-                    dict(r._mapping) for r in conn.execute(text("SELECT * FROM user_relationships"))
-                )
-        except Exception as exc:  # noqa: BLE001 - any driver error names the table
-            raise InputError(
-                str(path), f"user_relationships: {exc.__class__.__name__}: {exc}"
-            ) from None
-        finally:
-            engine.dispose()
+        yield from _table_rows(path, limits.max_text_chars + 1)
         return
-    body = path.read_text(encoding="utf-8")
     try:
-        data = json.loads(body)
-        yield from data if isinstance(data, list) else [data]
-    except json.JSONDecodeError:  # JSON lines: a bad line is that row's error, not the file's
-        for line in body.splitlines():
-            if line.strip():
-                yield _decoded(line)
+        data = read_json(path)
+    except ValueError:  # JSON lines
+        yield from read_lines(path, what="row")
+        return
+    yield from data if isinstance(data, list) else [data]
 
 
-def _decoded(line: str) -> Any:
+def _table_rows(path: Path, cut: int) -> Iterator[Any]:
+    engine = read_only_sqlite(path)
     try:
-        return json.loads(line)
-    except json.JSONDecodeError as exc:
-        return InputError("row", f"not JSON ({exc.msg})")
+        with engine.connect() as conn:
+            kind = conn.execute(
+                text("SELECT type FROM sqlite_master WHERE name = 'user_relationships'")
+            ).scalar()
+            if kind != "table":
+                found = f"a {kind}, not a table" if kind else "missing"
+                raise InputError(str(path), f"user_relationships: {found} (only a table is read)")
+            columns = [r[1] for r in conn.execute(text("PRAGMA table_info(user_relationships)"))]
+            cells = ", ".join(
+                f'substr("{c}", 1, {cut}) AS "{c}"' if c not in NUMBERS else f'"{c}"'
+                for c in (c.replace('"', '""') for c in columns)
+            )
+            rows = conn.execute(text(f"SELECT {cells} FROM user_relationships LIMIT {MAX_ROWS}"))
+            for row in rows:
+                yield dict(row._mapping)
+    except SQLAlchemyError as exc:  # any driver error names the table
+        raise InputError(str(path), f"user_relationships: {exc.__class__.__name__}") from None
+    finally:
+        engine.dispose()
+
+
+NUMBERS = {"relationship_score", "first_met_time", "last_impression_update", "last_updated"}
 
 
 def change_of(row: Any, target: Target, deps: Deps, now: float) -> ProfileChange:
-    """One row as the profile change it makes, or InputError naming the column."""
+    """One row as the profile change it makes, or InputError naming the column (the input
+    contract: ``groupmind.importing.contract``)."""
     if isinstance(row, InputError):
         raise row
     if not isinstance(row, dict):
         raise InputError("row", f"expected an object, got {type(row).__name__}")
-    user_id = str(row.get("user_id") or "").strip()
-    if not user_id:
+    if row.get("user_id") in (None, ""):
         raise InputError("user_id", "missing")
-    user_name = str(row.get("user_name") or "").strip()
-    if not user_name:
+    user_id = an_id(row["user_id"], "user_id")
+    if not str(row.get("user_name") or "").strip():
         raise InputError("user_name", "missing")
-    platform = str(row.get("platform") or target.platform)
+    user_name = a_name(row["user_name"], "user_name")
+    platform = a_platform(row["platform"]) if row.get("platform") else target.platform
+    if target.chat is not None and platform != target.chat.platform:
+        raise InputError(
+            "platform", f"{platform!r} is not the platform of --chat ({target.chat.key})"
+        )
     chat = target.chat or ChatScope(platform=platform, chat_type="private", chat_id=user_id)
     score = _number(row, "relationship_score", 0.0)
     if not 0.0 <= score <= 1.0:
@@ -95,13 +127,15 @@ def change_of(row: Any, target: Target, deps: Deps, now: float) -> ProfileChange
     stage = str(row.get("relationship_stage") or "") or None
     if stage is not None and stage not in STAGES:
         raise InputError("relationship_stage", f"{stage!r} is not one of {sorted(STAGES)}")
-    first_met = _number(row, "first_met_time", None)
-    updated = _number(row, "last_impression_update", None) or _number(row, "last_updated", None)
-    day = datetime.fromtimestamp(updated or first_met or now).date().isoformat()
+    first_met = _time(row, "first_met_time", deps)
+    updated = _time(row, "last_impression_update", deps) or _time(row, "last_updated", deps)
+    day = datetime.fromtimestamp(updated or first_met or now, deps.tz).date().isoformat()
     told = {"source": f"{IMPORTED}:mofox", "by": IMPORTED, "at": day}
     facts = [{**f, **told} for f in _facts(row.get("key_facts"))]
-    impression = str(row.get("impression_text") or row.get("relationship_text") or "").strip()
-    aliases = _words(row.get("user_aliases"))
+    said = row.get("impression_text") or row.get("relationship_text") or ""
+    which = "impression_text" if row.get("impression_text") else "relationship_text"
+    impression = trim_impression(a_text(said, which, deps.limits)) if said else ""
+    aliases = _words(row.get("user_aliases"), "user_aliases")
     raw = json.dumps(
         [platform, user_id, chat.key, row], ensure_ascii=False, sort_keys=True, default=str
     )
@@ -120,13 +154,12 @@ def change_of(row: Any, target: Target, deps: Deps, now: float) -> ProfileChange
         user_name=user_name,
     )  # fmt: skip
     history = list(learned.traits.get("history", []))
+    keywords = _words(row.get("preference_keywords"), "preference_keywords")
     learned = replace(
         learned,
         impression_text=learned.impression_text or impression,
         key_facts=merge_key_facts(facts, learned.key_facts, history),  # what it has is newer
-        preference_keywords=list(
-            dict.fromkeys([*_words(row.get("preference_keywords")), *learned.preference_keywords])
-        ),
+        preference_keywords=list(dict.fromkeys([*keywords, *learned.preference_keywords])),
         traits={**learned.traits, "history": history,
                 IMPORTED: {"from": "mofox user_relationships", "impression": bool(impression)}},
     )  # fmt: skip
@@ -139,17 +172,33 @@ def _number(row: dict[str, Any], key: str, default: float | None) -> Any:
     if value in (None, ""):
         return default
     try:
-        return float(value)
+        number = float(value)
     except (TypeError, ValueError):
         raise InputError(key, f"{value!r} is not a number") from None
+    if not math.isfinite(number):
+        raise InputError(key, f"{value!r} is not a number")
+    return number
 
 
-def _words(value: Any) -> list[str]:
-    """MoFox keeps lists as comma-separated text (or JSON)."""
+def _time(row: dict[str, Any], key: str, deps: Deps) -> float | None:
+    """Epoch seconds, 1990 to 2200, as every input's time."""
+    value = _number(row, key, None)
+    return None if value is None else a_time(value, key, deps.tz).timestamp()
+
+
+def _words(value: Any, column: str) -> list[str]:
+    """MoFox keeps lists as comma-separated text (or JSON); each word a name."""
     if isinstance(value, list):
-        return [str(v).strip() for v in value if str(v).strip()]
-    parts = str(value or "").replace("，", ",").replace("、", ",").split(",")
-    return [p.strip() for p in parts if p.strip()]
+        parts = [str(v) for v in value]
+    else:
+        parts = str(value or "").replace("，", ",").replace("、", ",").split(",")
+    words = [a_name(p, column, MAX_WORD_CHARS) for p in parts if p.strip()]
+    if len(words) > MAX_WORDS:
+        raise InputError(column, f"has {len(words)} words, over the limit of {MAX_WORDS}")
+    return words
+
+
+MAX_WORD_CHARS = 64
 
 
 def _facts(value: Any) -> list[dict[str, str]]:
@@ -158,18 +207,23 @@ def _facts(value: Any) -> list[dict[str, str]]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             raise InputError("key_facts", "not JSON") from None
     if not isinstance(value, list):
         raise InputError("key_facts", f"expected a list, got {type(value).__name__}")
+    if len(value) > MAX_WORDS:
+        raise InputError("key_facts", f"has {len(value)} facts, over the limit of {MAX_WORDS}")
     facts = []
     for n, fact in enumerate(value):
         if not isinstance(fact, dict) or not str(fact.get("value") or "").strip():
             raise InputError(f"key_facts[{n}]", 'expected {"type", "value"}')
         kind = str(fact.get("type") or "other")
-        facts.append({"type": kind if kind in KEY_FACT_TYPES else "other",
-                      "value": str(fact["value"]).strip()})  # fmt: skip
+        value = a_name(fact["value"], f"key_facts[{n}]", MAX_FACT_CHARS)
+        facts.append({"type": kind if kind in KEY_FACT_TYPES else "other", "value": value})
     return facts
+
+
+MAX_FACT_CHARS = 100  # as a key fact a memory job carries
 
 
 def import_relationships(
@@ -184,14 +238,25 @@ def import_relationships(
     """Each row once, atomically: a row applied before (this run's file again, or a run
     that crashed after it) is counted, not applied again."""
     report = Report(dry_run=dry_run)
-    for n, row in enumerate(rows):
+    n = 0
+    while True:
+        try:
+            row = next(rows, _END)
+        except InputError as exc:  # the file failed while it was read: the rest is lost
+            report.refuse("file", exc)
+            break
+        if row is _END:
+            break
         tick(1)
         try:
             change = change_of(row, target, deps, now)
-        except InputError as exc:
+        except (InputError, ValueError) as exc:  # a ValueError left: a key no store keeps
+            error = exc if isinstance(exc, InputError) else InputError("row", str(exc))
             who = row.get("user_id") if isinstance(row, dict) else None
-            report.refuse(f"#{n}" + (f" (user_id {who})" if who else ""), exc)
+            report.refuse(f"#{n}" + (f" (user_id {who})" if who else ""), error)
+            n += 1
             continue
+        n += 1
         if deps.profiles.was_applied(change.request_id):
             report.found("profiles")
         elif dry_run or deps.profiles.apply(change):

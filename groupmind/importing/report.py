@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from domain.scope import ChatScope
 from state.validation import InputError
 
 
@@ -33,22 +32,3 @@ class Report:
         would = "would_add" if self.dry_run else "added"
         return {"dry_run": self.dry_run, would: self.added, "already": self.already,
                 "errors": self.errors}  # fmt: skip
-
-
-def chat_of(value: str, platform: str, option: str = "--chat") -> ChatScope:
-    """``group:1001`` or ``private:42`` as a scope on ``platform``."""
-    try:
-        return ChatScope.from_key(f"{platform}:{value}")
-    except ValueError:
-        raise InputError(option, f"{value!r}: expected group:ID or private:USER_ID") from None
-
-
-def chat_map(pairs: list[str], platform: str) -> dict[str, ChatScope]:
-    """``NAME=group:1001`` pairs: which chat a record's chat name means."""
-    named = {}
-    for pair in pairs:
-        name, sep, chat = pair.rpartition("=")
-        if not sep or not name:
-            raise InputError("--map", f"{pair!r}: expected NAME=group:ID or NAME=private:ID")
-        named[name] = chat_of(chat, platform, "--map")
-    return named

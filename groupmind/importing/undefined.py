@@ -16,11 +16,20 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from domain.scope import ChatScope
+from groupmind.importing.contract import (
+    MAX_CHAT_NAME_CHARS,
+    a_name,
+    a_platform,
+    a_text,
+    a_time,
+    an_id,
+    read_json,
+)
 from groupmind.importing.report import Report
 from nodes.deps import Deps
 from nodes.memory.absolute import absolutize
@@ -44,24 +53,25 @@ class Target:
 
 def read_summaries(path: Path) -> list[Any]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(str(path), f"not a readable JSON file ({exc})") from None
+        data = read_json(path)
+    except ValueError as exc:  # a file that is not JSON at all: nothing to read
+        raise InputError(str(path), str(exc)) from None
     if not isinstance(data, list):
         raise InputError(str(path), f"expected a JSON list, got {type(data).__name__}")
     return data
 
 
 def to_event(record: Any, target: Target, deps: Deps, file_time: float) -> EventRecord:
-    """One record as an event, or InputError naming the record's field."""
+    """One record as an event, or InputError naming the record's field (the input
+    contract: ``groupmind.importing.contract``)."""
     if isinstance(record, str):
         record = {"summary": record}
     if not isinstance(record, dict):
         raise InputError("record", f"expected a string or an object, got {type(record).__name__}")
-    summary = record.get("summary")
-    if not isinstance(summary, str) or not summary.strip():
+    summary = a_text(record.get("summary"), "summary", deps.limits) if "summary" in record else ""
+    if not summary:
         raise InputError("summary", "missing or empty")
-    when = _when(record, file_time)
+    when = _when(record, file_time, deps)
     scope, user_id, user_name, chat_name = _scope(record, target)
     persona = deps.persona_name(target.persona_id)
     place = chat_name or (f"群{scope.chat_id}" if scope.chat_type == "group" else "")
@@ -74,7 +84,7 @@ def to_event(record: Any, target: Target, deps: Deps, file_time: float) -> Event
         names=tuple(n for n in (persona, user_name, chat_name) if n),
         others=(user_name,) if user_name else (),
     )
-    text = absolutize(summary.strip(), scene)
+    text = absolutize(summary, scene)
     raw = json.dumps([scope.key, target.persona_id, when.isoformat(), summary], ensure_ascii=False)
     return EventRecord(
         id=f"undefined-{hashlib.sha1(raw.encode()).hexdigest()[:20]}",
@@ -91,57 +101,68 @@ def to_event(record: Any, target: Target, deps: Deps, file_time: float) -> Event
     )
 
 
-def _when(record: dict[str, Any], file_time: float) -> datetime:
+def _when(record: dict[str, Any], file_time: float, deps: Deps) -> datetime:
     if "timestamp" not in record:  # a bare string: when the file was last written
-        return datetime.fromtimestamp(file_time).astimezone()
-    value = record["timestamp"]
-    try:
-        when = (
-            datetime.fromtimestamp(float(value), UTC)
-            if isinstance(value, int | float)
-            else datetime.fromisoformat(str(value).strip())
-        )
-    except (ValueError, OverflowError, OSError):
-        raise InputError("timestamp", f"{value!r} is not ISO 8601 or epoch seconds") from None
-    return when if when.tzinfo else when.astimezone()
+        return a_time(file_time, "timestamp", deps.tz)
+    return a_time(record["timestamp"], "timestamp", deps.tz)
 
 
 def _scope(record: dict[str, Any], target: Target) -> tuple[ChatScope, str, str, str]:
-    """The record's chat, and who it was with (private) when known."""
-    user_id = str(record.get("user_id") or "")
-    user_name = str(record.get("user_name") or "")
-    kind = record.get("request_type")
-    if kind in ("group", "private"):  # seed 003 §3.2's metadata: the chat itself
-        chat_id = str(record.get("group_id") or "") if kind == "group" else user_id
-        if not chat_id:
-            raise InputError("group_id" if kind == "group" else "user_id", "missing")
-        name = str(record.get("group_name") or "") if kind == "group" else user_name
-        scope = ChatScope(platform=target.platform, chat_type=kind, chat_id=chat_id)
-        return scope, user_id, user_name, name
+    """The record's chat, and who it was with (private) when known; a chat the record
+    states itself that contradicts the one ``--map`` gives it is refused."""
+    user_id = an_id(record["user_id"], "user_id") if record.get("user_id") else ""
+    user_name = a_name(record["user_name"], "user_name") if record.get("user_name") else ""
+    if record.get("platform") not in (None, "", target.platform):
+        found = a_platform(record["platform"])
+        raise InputError("platform", f"{found!r} is not the import's ({target.platform!r})")
+    own = _own_chat(record, target, user_id)
     location = record.get("location")
     if location is None:
+        if own is not None:
+            return own, user_id, user_name, _own_name(record, own, user_name)
         if target.default is None:
             raise InputError("location", "the record names no chat: pass --chat TYPE:ID")
         scope = target.default
-    else:
-        if not isinstance(location, dict) or location.get("type") not in ("group", "private"):
-            raise InputError("location.type", f"expected group or private in {location!r}")
-        name = str(location.get("name") or "").strip()
-        scope = target.named.get(name)  # type: ignore[assignment]
-        if scope is None:
-            raise InputError(
-                "location.name", f"{name!r} is not mapped: pass --map '{name}=TYPE:ID'"
-            )
-        if scope.chat_type != location["type"]:
-            raise InputError(
-                "location.type", f"{location['type']} chat {name!r} mapped to {scope.chat_type}"
-            )
         if scope.chat_type == "private":
-            return scope, scope.chat_id, user_name or name, name
-        return scope, user_id, user_name, name
-    if scope.chat_type == "private":
-        return scope, scope.chat_id, user_name, user_name
-    return scope, user_id, user_name, ""
+            return scope, scope.chat_id, user_name, user_name
+        return scope, user_id, user_name, ""
+    if not isinstance(location, dict) or location.get("type") not in ("group", "private"):
+        raise InputError("location.type", f"expected group or private in {location!r}")
+    name = a_name(location.get("name") or "", "location.name", MAX_CHAT_NAME_CHARS)
+    mapped = target.named.get(name)
+    if mapped is None:
+        raise InputError("location.name", f"{name!r} is not mapped: pass --map '{name}=TYPE:ID'")
+    if mapped.chat_type != location["type"]:
+        raise InputError(
+            "location.type", f"{location['type']} chat {name!r} mapped to {mapped.chat_type}"
+        )
+    if own is not None and own != mapped:
+        raise InputError("group_id", f"the record's chat {own.key} is not {mapped.key}, which "
+                         f"--map gives {name!r}")  # fmt: skip
+    if mapped.chat_type == "private":
+        return mapped, mapped.chat_id, user_name or name, name
+    return mapped, user_id, user_name, name
+
+
+def _own_chat(record: dict[str, Any], target: Target, user_id: str) -> ChatScope | None:
+    """The chat seed 003 §3.2's metadata names (``request_type``, ``group_id``), if any."""
+    kind = record.get("request_type")
+    if kind not in ("group", "private"):
+        return None
+    if kind == "group":
+        chat_id = an_id(record.get("group_id") or "", "group_id")
+    elif not user_id:
+        raise InputError("user_id", "missing (a private chat's id is its user's)")
+    else:
+        chat_id = user_id
+    return ChatScope(platform=target.platform, chat_type=kind, chat_id=chat_id)
+
+
+def _own_name(record: dict[str, Any], own: ChatScope, user_name: str) -> str:
+    if own.chat_type == "private":
+        return user_name
+    name = record.get("group_name")
+    return a_name(name, "group_name", MAX_CHAT_NAME_CHARS) if name else ""
 
 
 def import_summaries(
@@ -160,7 +181,7 @@ def import_summaries(
     for n, record in enumerate(records):
         try:
             events.append(to_event(record, target, deps, file_time))
-        except (InputError, ValueError) as exc:
+        except (InputError, ValueError) as exc:  # a ValueError left: an id no store keeps
             error = exc if isinstance(exc, InputError) else InputError("record", str(exc))
             report.refuse(f"#{n}", error)
             tick(1)

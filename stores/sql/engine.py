@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from alembic import command
 from alembic.config import Config
@@ -52,6 +54,16 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     engine = create_engine(url, **kwargs)
     ping_when_idle(engine)
     return engine
+
+
+def read_only_sqlite(path: Path) -> Engine:
+    """Someone else's SQLite file, opened read-only whatever its name holds (``#``, ``?``
+    and ``%`` in a path would otherwise end the file name of a URI, or open another file)."""
+    uri = f"file:{quote(str(path.resolve()))}?mode=ro"
+    return create_engine(
+        "sqlite://", creator=lambda: sqlite3.connect(uri, uri=True, check_same_thread=False),
+        hide_parameters=True,
+    )  # fmt: skip
 
 
 def reads(engine: Engine) -> Engine:
