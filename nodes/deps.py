@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import tzinfo
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -140,10 +140,12 @@ class Deps:
     foreground: Foreground = field(default_factory=Foreground)
     # The memory worker's checkpointer (threads = request ids): forget drops a job's.
     checkpoints: BaseCheckpointSaver[str] | None = None
-    # Forget's: the reply threads to scrub, and what makes the engines let go of erased
-    # rows on disk (a report per store).
+    # Forget's: the reply threads to scrub, what makes the engines let go of erased rows
+    # on disk (a report per store)
     reply_threads: ReplyThreads | None = None
     compact: Callable[[], dict[str, str]] | None = None
+    # and the copies groupmind made of the bot's data (exports, experiments' arms)
+    copies: Callable[[ForgetTarget, Said], dict[str, Any]] | None = None
 
     def allow(self, platforms: Iterable[str]) -> None:
         """Refuse (NotAllowed) unless every platform is one this bot may act on."""
@@ -201,9 +203,10 @@ class Deps:
         return members
 
     def persona_names(self, persona_id: str) -> list[str]:
-        """Every name the persona answers to: its display name and its aliases."""
+        """Every name the persona answers to: its display name and its aliases (an
+        unconfigured persona's is the bot's name: its id is a key, never a name)."""
         persona = self.personas.get_persona(persona_id)
-        return [persona.name, *persona.aliases] if persona else [self.bot_name, persona_id]
+        return [persona.name, *persona.aliases] if persona else [self.bot_name]
 
 
 @dataclass(frozen=True, kw_only=True)

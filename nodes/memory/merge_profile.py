@@ -40,9 +40,9 @@ from stores.base import GroupProfile, ProfileChange
 
 log = logging.getLogger("groupmind.memory")
 
-PROFILE_PROMPT = """根据新信息更新你在{place}对 {user_name} 的侧写。
+PROFILE_PROMPT = """{data_header}
+根据新信息更新你在{place}对 {user_name} 的侧写。
 
-{data_header}
 你在{place}对 {user_name}（ID {user_id}）的现有认识（JSON）：
 {old_relationship}
 

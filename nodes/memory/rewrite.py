@@ -27,7 +27,6 @@ from stores.text import has_cjk
 
 REWRITE_PROMPT = """你是一个旁观者（史官）。请把下面这段交流改写成绝对视角的一两句话。
 当前时间：{when}（{timestamp}）
-场景：{scene_desc}
 
 铁律：
 - 消灭所有人称代词（我/你/他），用具体名字替换；"他/她"指最近提到的那个人，"你们"指在场的其他人
@@ -37,6 +36,7 @@ REWRITE_PROMPT = """你是一个旁观者（史官）。请把下面这段交流
 - 合并为一两句话，保持简洁；只输出改写后的文本，不要重复下面的内容
 
 {data_header}
+场景：{scene_desc}
 {parts}"""
 OUTPUT_CUE = "\n\n改写后的文本："
 ACTION_LINE = "行为（{persona}做的事；“我”指{persona}，“你”指{user}）：{text}"

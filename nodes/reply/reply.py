@@ -31,7 +31,7 @@ from domain.people import FACT_LABELS
 from nodes import model
 from nodes.deps import ReplyDeps, need_chat
 from nodes.model import Usage
-from nodes.prompt_blocks import render_context, render_latest
+from nodes.prompt_blocks import DATA_HEADER, render_context, render_latest
 from nodes.reply.observe import without_addressing
 from nodes.reply.tools import TOOL_NAMES, tool_schemas
 from state.context import Context
@@ -69,7 +69,7 @@ def build_messages(deps: ReplyDeps, state: ReplyState, msg: ChatMessage) -> list
         messages.append(HumanMessage(line) if i % 2 == 0 else AIMessage(line))
     store = deps.messages
     context = render_context(store.get(msg.stream, persona_id, state.get("context_ids", [])))
-    latest = render_latest(msg.user_name, msg.user_id, msg.content)
+    latest = f"{DATA_HEADER}\n{render_latest(msg.user_name, msg.user_id, msg.content)}"
     messages.append(HumanMessage(f"{context}\n\n{latest}" if context else latest))
     return messages
 
