@@ -34,6 +34,20 @@ def check_bot_id(bot_id: str) -> str:
     return bot_id
 
 
+MIN_KEY_CHARS = 16
+
+
+def check_api_key(key: str) -> str:
+    """A bot's API key unchanged, or a ValueError: at least 16 characters that are not
+    spaces (a short key, or one of spaces, is guessed), none at either end (HTTP drops
+    them: such a key could never be presented)."""
+    if sum(not c.isspace() for c in key) < MIN_KEY_CHARS:
+        raise ValueError(f"a key needs at least {MIN_KEY_CHARS} characters that are not spaces")
+    if key != key.strip():
+        raise ValueError("a key must not begin or end with a space")
+    return key
+
+
 # --- scopes -------------------------------------------------------------------------------
 
 KEY_SEPARATOR = ":"  # between the parts of a chat's key: never inside a platform or persona

@@ -504,8 +504,6 @@ def forget(
     keyword index, messages, what was learned, relationship, queued jobs, checkpoints, reply
     threads, their words in others' data (group topics, answered messages, job context),
     then what the engines keep of it on disk."""
-    from dataclasses import replace
-
     from groupmind.forget import forget as erase
     from groupmind.session import open_session
     from nodes.forget import validate_request
@@ -527,11 +525,7 @@ def forget(
                                      err=True):  # fmt: skip
         raise typer.Exit(1)
     graph = session.reply_graph()
-    results = {
-        bot: erase(replace(session.runtime.deps_for(bot), compact=None), graph, request,
-                   wait_s=wait)
-        for bot in bots
-    }  # fmt: skip
+    results = {bot: erase(session.runtime, bot, graph, request, wait_s=wait) for bot in bots}
     compacted = session.runtime.compact()
     result = {**results[STATE.bot], "compacted": compacted}
     if all_bots:
@@ -547,6 +541,15 @@ def forget(
             out.print(table)
         for store, how in compacted.items():
             out.print(f"{store}: {how}")
+    for erased in results.values():
+        copies = erased["copies"]
+        for path, how in copies.get("exports", {}).items():
+            err.print(f"export {path}: {how if how == 'deleted' else f'{how} line(s) removed'}")
+        for name in copies.get("experiments", []):
+            err.print(f"experiment {name}: its arms' deployments deleted, examples rewritten")
+        for copy in copies.get("elsewhere", []):
+            err.print(f"[yellow]{copy['path']} (a copy outside the data dir) holds {copy['lines']} "
+                      f"line(s) of it: {copy['delete']}[/yellow]", highlight=False)  # fmt: skip
     if still:
         err.print(f"[yellow]still running: {still}: run forget again[/yellow]")
         raise typer.Exit(1)
@@ -587,6 +590,10 @@ def export(
         count += 1
     if output:
         sink.close()
+        from groupmind.copies import record
+
+        # listed, so that forget reaches this copy too (docs/scopes.md)
+        record(STATE.settings.data_dir, bot=STATE.bot, kind="export", path=output, chat=chat.key)
     err.print(f"{count} message(s) of {chat.key} (persona {persona_id})")
     if not count:
         raise typer.Exit(1)
@@ -715,7 +722,8 @@ def console(
     import uvicorn
 
     from groupmind.console.access import Access
-    from groupmind.console.app import Host, in_process, make_console, on_server
+    from groupmind.console.app import Host, make_console
+    from groupmind.console.forgetting import in_process, on_server
     from groupmind.exposure import loopback
     from groupmind.forget import CheckpointThreads
     from groupmind.session import open_session
@@ -740,7 +748,9 @@ def console(
     else:
         graph = session.reply_graph()
         forget = in_process(runtime, lambda bot: CheckpointThreads(graph, bot))
-    app_ = make_console(Host(runtime=lambda: runtime, access=lambda: access, forget=forget))
+    app_ = make_console(
+        Host(runtime=lambda: runtime, access=lambda: access, forget=forget, bound=host)
+    )
     who = "keys required" if keys else "open, loopback only"
     err.print(f"console: http://{host}:{port}/console ({who})")
     uvicorn.run(app_, host=host, port=port, log_level="warning")

@@ -11,6 +11,7 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
+from groupmind.copies import record
 from state.validation import InputError
 
 err = Console(stderr=True, soft_wrap=True)
@@ -113,6 +114,7 @@ def experiment(
     report = build_report(spec, dataset_, results)
     report["bot"] = ctx.find_root().params.get("bot") or settings.bot_id  # whose console shows it
     paths = write_report(report, results, folder)
+    record(settings.data_dir, bot=report["bot"], kind="experiment", path=folder)  # for forget
     if as_json:
         sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n")
     else:

@@ -8,30 +8,42 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from domain.scope import ForgetTarget
 from graphs.reply import ReplyGraph
 from groupmind.threads import thread_config
-from nodes.deps import Deps
+from groupmind.wiring import Runtime
 from nodes.forget import forget as erase_everywhere
 from nodes.reply.observe import FRESH
 from state.forget import ForgetRequest
+from state.reply import Handled
 from stores.base import Said
+
+ERASED: Handled = {"action": "no_reply", "reason": "its answer was erased (forget)", "reply": ""}
+
+
+def erased_answer(message_id: str, outcome: Handled, said: Said) -> bool:
+    """Whether what was decided for a message holds something of the person: it is theirs,
+    its reply was given one of their memories, or it quotes or names them (their words or
+    what memory made of them)."""
+    return (
+        message_id in said.message_ids
+        or said.drew_on(outcome.get("memory_ids") or [])
+        or said.mentioned_in(str(outcome.get("reply", "")))
+    )
 
 
 def without_them(
     values: dict[str, Any], target: ForgetTarget, said: Said, bot: str
 ) -> dict[str, Any]:
     """A reply thread's values with nothing of the target's: their pending lines, the
-    bot's answers to them and lines quoting them; what was decided for their messages (the
-    replies) and replies quoting them; the run's own fields."""
+    bot's answers to them and lines quoting them; what was decided for messages whose
+    answer held something of theirs (a redelivery of one is not answered again: nothing
+    is sent); the run's own fields."""
     pending = said.kept(values.get("pending", []), bot)
     handled = {
-        k: {**v, "reply": "", "reason": ""}
-        if k in said.message_ids or said.quotes(str(v.get("reply", "")))
-        else v
+        k: ERASED if erased_answer(k, v, said) else v
         for k, v in (values.get("handled") or {}).items()
     }
     kept = {k: v for k, v in values.items() if k not in ("message", "msg")}
@@ -66,11 +78,13 @@ class CheckpointThreads:
 
 
 def forget(
-    deps: Deps, reply_graph: ReplyGraph, request: ForgetRequest, *, wait_s: float = 30.0
-) -> dict[str, Any]:
-    """Erase; returns ``removed`` (counts per kind), the chat ``streams`` touched, any memory
-    jobs ``still_running`` after ``wait_s`` (run forget again once they are done) and what
-    was ``compacted``."""
-    threads = CheckpointThreads(reply_graph, deps.bot_id)
-    out = erase_everywhere(request, replace(deps, reply_threads=threads), wait_s)
-    return {k: out[k] for k in ("removed", "streams", "still_running", "compacted")}
+    runtime: Runtime, bot: str, reply_graph: ReplyGraph, request: ForgetRequest, *,
+    wait_s: float = 30.0,
+) -> dict[str, Any]:  # fmt: skip
+    """Erase the bot's (the caller compacts the engines after, once for every bot);
+    returns ``removed`` (counts per kind), the chat ``streams`` touched, any memory jobs
+    ``still_running`` after ``wait_s`` (run forget again once they are done) and the
+    ``copies`` reached."""
+    deps = runtime.forget_deps(bot, CheckpointThreads(reply_graph, bot), compact=False)
+    out = erase_everywhere(request, deps, wait_s)
+    return {k: out[k] for k in ("removed", "streams", "still_running", "copies")}

@@ -17,10 +17,12 @@ out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)  # an error naming a path stays one line
 
 
-def _store(settings: Settings) -> Any:
+def _store(settings: Settings, ctx: typer.Context) -> Any:
+    """The personas of ``--bot`` (each bot's are its own: ``Settings.personas_file_of``)."""
     from stores.personas_file import FilePersonaStore, PersonaFileError
 
-    store = FilePersonaStore(settings.resolved_personas_file)
+    bot = ctx.find_root().params.get("bot") or settings.bot_id
+    store = FilePersonaStore(settings.personas_file_of(bot))
     try:
         store.check()
     except PersonaFileError as exc:
@@ -50,7 +52,7 @@ def _as_json(persona: Any, book: Any) -> dict[str, Any]:
 @app.command("list")
 def list_(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Every configured persona, the default, and which chats each serves."""
-    store = _store(_settings(ctx))
+    store = _store(_settings(ctx), ctx)
     book = store.book()
     rows = [_as_json(p, book) for p in store.list_personas()]
     if as_json:
@@ -73,7 +75,7 @@ def show(
     ctx: typer.Context, persona_id: str, as_json: Annotated[bool, typer.Option("--json")] = False
 ) -> None:
     """One persona, whole."""
-    store = _store(_settings(ctx))
+    store = _store(_settings(ctx), ctx)
     persona = store.get_persona(persona_id)
     if persona is None:
         err.print(f"[red]persona {persona_id!r} is not configured[/red]")
@@ -111,7 +113,7 @@ def set_(
     except ValueError as exc:
         err.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
-    store = _store(_settings(ctx))
+    store = _store(_settings(ctx), ctx)
     current = store.book().personas.get(persona_id)
     if current is None and not name:
         err.print(f"[red]a new persona needs --name (persona {persona_id!r})[/red]")
@@ -154,7 +156,7 @@ def use(
     from domain.scope import ChatScope, ChatType
 
     settings = _settings(ctx)
-    store = _store(settings)
+    store = _store(settings, ctx)
     if store.get_persona(persona_id) is None:
         err.print(f"[red]persona {persona_id!r} is not configured: groupmind persona set "
                   f"{persona_id} --name ...[/red]")  # fmt: skip

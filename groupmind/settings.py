@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from domain.limits import DEFAULTS, Limits
-from domain.scope import Sharing, check_bot_id, check_key_part
+from domain.scope import Sharing, check_api_key, check_bot_id, check_key_part
 from nodes.settings import ChatSettings, RankSettings, StructuredMode
 from stores.decay import Decay
 from stores.fusion import Fusion
@@ -26,7 +26,7 @@ class BotKey(BaseModel):
     the persona it speaks as where a chat names none."""
 
     id: str = Field(min_length=1, max_length=64)
-    api_key: SecretStr = Field(min_length=16, description="at least 16 characters")
+    api_key: SecretStr = Field(description="at least 16 characters that are not spaces")
     platforms: list[str] = Field(default_factory=list, description="empty: any platform")
     persona: str | None = Field(
         default=None, description="its default persona (else the personas file's default)"
@@ -36,6 +36,11 @@ class BotKey(BaseModel):
     @classmethod
     def _id(cls, value: str) -> str:
         return check_bot_id(value)
+
+    @field_validator("api_key")
+    @classmethod
+    def _strong(cls, value: SecretStr) -> SecretStr:
+        return SecretStr(check_api_key(value.get_secret_value()))
 
     @field_validator("platforms")
     @classmethod
@@ -109,6 +114,11 @@ class Settings(BaseSettings):
         default_factory=list,
         description='LangGraph server API keys, JSON: [{"id": "bot-a", "api_key": "...", '
         '"platforms": ["qq"]}]; none: the server is open (local development)',
+    )
+    console_hosts: list[str] = Field(
+        default_factory=list,
+        description="names the console answers besides localhost, its own address and (when "
+        'it listens on every address) address literals, JSON: ["bot.example.com"]',
     )
     bridges: list[str] = Field(
         default_factory=list,
@@ -296,6 +306,13 @@ class Settings(BaseSettings):
     @property
     def resolved_personas_file(self) -> Path:
         return self.personas_file or self.data_dir / "personas.toml"
+
+    def personas_file_of(self, bot: str) -> Path:
+        """A bot's own personas: the deployment's own bot's are the personas file; every
+        other bot's sit beside it (``personas.<bot>.toml``), so no bot reads or edits
+        another's."""
+        main = self.resolved_personas_file
+        return main if bot == self.bot_id else main.with_name(f"{main.stem}.{bot}{main.suffix}")
 
     @property
     def resolved_stickers_dir(self) -> Path:

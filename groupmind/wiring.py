@@ -1,7 +1,7 @@
 """Build the stores, models and graphs a deployment uses, from its settings.
 
 One process serves any number of bots (tenants): what is costly or shared (the SQL engine,
-the Chroma client, the embeddings, the chat model, the checkpointer, the personas file, the
+the Chroma client, the embeddings, the chat model, the checkpointer, the
 sticker library, the held vectors) is built once; each bot gets its own ``Deps`` over it,
 stores bound to the bot (``deps_for``), so nothing a bot reads, writes or erases is
 another's.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import gc
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -22,17 +22,20 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
 
+from domain.scope import ForgetTarget
 from graphs.memory import MemoryGraph, build_memory_graph
 from groupmind.background import BackgroundWorker
 from groupmind.checkpoint import make_checkpointer, prune_threads, thread_ids
+from groupmind.copies import reach
 from groupmind.onebot.journal import JournalAt
 from groupmind.providers import embedding_name, make_chat_model, make_embeddings
 from groupmind.settings import Settings
 from groupmind.worker import MemoryWorker
-from nodes.deps import ReplyDeps, need
+from nodes.deps import ReplyDeps, ReplyThreads, need
 from nodes.model import Prices, StructuredOutput
 from nodes.reply.emoji import StickerIndex, load_library
 from state.context import Context
+from stores.base import Said
 from stores.chroma import ChromaEventVectors, make_client
 from stores.compact import compact_postgres, compact_sqlite, purge_chroma
 from stores.hybrid import HybridEventStore
@@ -57,13 +60,29 @@ from stores.text import terms
 
 @dataclass
 class Shared:
-    """What every bot's stores of one process share."""
+    """What every bot's stores of one process share (personas are each bot's own: one
+    store per bot's file, made once)."""
 
     held: ScopeVectors
     postings: ScopePostings
     pool: ThreadPoolExecutor
-    personas: FilePersonaStore
     stickers: StickerIndex
+    settings: Settings
+    engine: Engine
+    _personas: dict[str, FilePersonaStore] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def personas(self, bot: str) -> FilePersonaStore:
+        """The bot's personas file; personas put in SQL before the file existed are the
+        deployment's own bot's only."""
+        with self._lock:
+            if bot not in self._personas:
+                own = bot == self.settings.bot_id
+                self._personas[bot] = FilePersonaStore(
+                    self.settings.personas_file_of(bot),
+                    fallback=SqlPersonaStore(self.engine) if own else None,
+                )
+            return self._personas[bot]
 
 
 @dataclass
@@ -117,6 +136,18 @@ class Runtime:
             context=Context(variants=variants or {}),
         )  # fmt: skip
 
+    def forget_deps(
+        self, bot: str, threads: ReplyThreads | None, *, compact: bool = True
+    ) -> ReplyDeps:
+        """The bot's stores as forget runs on them: the reply threads to scrub, the copies
+        groupmind made of the bot's data, and (``compact``) the engines' compaction after."""
+
+        def copies(target: ForgetTarget, said: Said) -> dict[str, Any]:
+            return reach(self.settings.data_dir, bot, target, said)
+
+        return replace(self.deps_for(bot), reply_threads=threads, copies=copies,
+                       compact=self.compact if compact else None)  # fmt: skip
+
     def compact(self, *, full: bool = False) -> dict[str, str]:
         """Have the engines let go of what they keep of deleted rows on disk (after a
         forget; ``groupmind compact``): a line per store (``stores.compact``). First every
@@ -166,15 +197,14 @@ def shared_parts(settings: Settings, engine: Engine, client: Any, embeddings: Em
         held=ScopeVectors(max_vectors=settings.vectors_held),
         postings=ScopePostings(max_events=settings.vectors_held),
         pool=ThreadPoolExecutor(max_workers=3, thread_name_prefix="hybrid"),
-        personas=FilePersonaStore(
-            settings.resolved_personas_file, fallback=SqlPersonaStore(engine)
-        ),
         stickers=StickerIndex(
             client,
             embeddings,
             embedding_name(embeddings),
             load_library(settings.resolved_stickers_dir),
         ),
+        settings=settings,
+        engine=engine,
     )
 
 
@@ -216,7 +246,7 @@ def tenant_deps(
             decay=settings.decay,
         ),  # fmt: skip
         "profiles": SqlProfileStore(engine, bot=bot),
-        "personas": shared.personas,
+        "personas": shared.personas(bot),
         "tz": settings.tz,
         "default_platform": settings.default_platform,
         "profile_sharing": settings.profile_sharing,

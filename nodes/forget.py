@@ -1,7 +1,8 @@
 """erase: the forget graph's one slot. Validates the request, then erases everything the
 target covers through the stores (``stores.forget``), memory-job checkpoints included,
-then from the reply threads (``Deps.reply_threads``), then has the engines let go of what
-they keep of deleted rows on disk (``Deps.compact``)."""
+then from the reply threads (``Deps.reply_threads``) and the copies groupmind made
+(``Deps.copies``), then has the engines let go of what they keep of deleted rows on disk
+(``Deps.compact``)."""
 
 from __future__ import annotations
 
@@ -49,12 +50,15 @@ def request_of(state: ForgetState, deps: Deps) -> ForgetRequest:
     return validate_request({k: state[k] for k in fields if k in state}, deps)  # type: ignore[literal-required]
 
 
-def report(erased: Erased, threads: int, compacted: dict[str, str]) -> dict[str, Any]:
+def report(
+    erased: Erased, threads: int, copies: dict[str, Any], compacted: dict[str, str]
+) -> dict[str, Any]:
     return {
         "removed": {**erased.counts, "reply_threads": threads},
         "job_ids": erased.job_ids,
         "streams": erased.streams,
         "still_running": erased.still_running,
+        "copies": copies,
         "compacted": compacted,
     }
 
@@ -71,7 +75,8 @@ def forget(request: ForgetRequest, deps: Deps, wait_s: float = 30.0) -> dict[str
     threads = deps.reply_threads
     said = erased.said or Said("")
     scrubbed = threads.scrub(streams_of(erased, request), request.target(), said) if threads else 0
-    return report(erased, scrubbed, deps.compact() if deps.compact else {})
+    copies = deps.copies(request.target(), said) if deps.copies else {}
+    return report(erased, scrubbed, copies, deps.compact() if deps.compact else {})
 
 
 async def erase_node(state: ForgetState, ctx: Context, deps: Deps) -> dict[str, Any]:
@@ -83,8 +88,9 @@ async def erase_node(state: ForgetState, ctx: Context, deps: Deps) -> dict[str, 
     scrubbed = (
         await threads.ascrub(streams_of(erased, request), request.target(), said) if threads else 0
     )
+    copies = await asyncio.to_thread(deps.copies, request.target(), said) if deps.copies else {}
     compacted = await asyncio.to_thread(deps.compact) if deps.compact else {}
-    return report(erased, scrubbed, compacted)
+    return report(erased, scrubbed, copies, compacted)
 
 
 VARIANTS = {"erase": {"default": erase_node}}

@@ -59,6 +59,7 @@ class ForgetOutput(TypedDict, total=False):
     removed: dict[str, int]
     streams: list[str]
     still_running: list[str]
+    copies: dict[str, Any]  # exports and experiments reached, and copies elsewhere to delete
     compacted: dict[str, str]
 
 

@@ -19,9 +19,9 @@ from state.validation import (
     as_id,
     as_key_part,
     chat_id_of,
-    clean,
     context_limits,
     context_tz,
+    limited_text,
     parse_timestamp,
     persona_of,
 )
@@ -88,14 +88,10 @@ class ChatMessage(BaseModel):
     @field_validator("content", mode="before")
     @classmethod
     def _content(cls, value: Any, info: ValidationInfo) -> str:
-        if not isinstance(value, str):
-            raise ValueError(f"must be a string, got {type(value).__name__}")
-        if not value.strip():
+        text = limited_text(value, context_limits(info).max_text_chars)
+        if not text.strip():
             raise ValueError("empty")
-        limit = context_limits(info).max_text_chars
-        if len(value) > limit:
-            raise ValueError(f"is {len(value)} characters, over the limit of {limit}")
-        return clean(value, multiline=True)
+        return text
 
     @field_validator("timestamp", mode="before")
     @classmethod
@@ -141,6 +137,7 @@ class Handled(TypedDict, total=False):
     reason: str
     reply: str
     sticker: dict[str, str]
+    memory_ids: list[str]  # the memories the reply was given (forget finds it by them)
 
 
 class ReplyInput(TypedDict):

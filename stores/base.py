@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import cached_property
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -29,6 +29,10 @@ class Said:
     names: frozenset[str] = frozenset()
     texts: tuple[str, ...] = ()
     message_ids: frozenset[str] = frozenset()
+    # What memory made of their words (their events' texts, the facts and impressions
+    # learned of them): the bot repeats those, not the raw words ("我爱X" -> "阿强爱X").
+    remembered: tuple[str, ...] = ()
+    memory_ids: frozenset[str] = frozenset()  # their events: a reply given one drew on them
 
     SHINGLE = 8  # a run of this many characters in common with something they said
 
@@ -52,23 +56,35 @@ class Said:
                 kept.append(line)
         return kept
 
+    def remembering(self, texts: Sequence[str], memory_ids: Sequence[str]) -> Said:
+        """The same, with what memory made of them."""
+        return replace(self, remembered=(*self.remembered, *texts),
+                       memory_ids=self.memory_ids | frozenset(memory_ids))  # fmt: skip
+
+    def drew_on(self, memory_ids: Sequence[str]) -> bool:
+        """Whether an answer given these memories was given one of theirs."""
+        return not self.memory_ids.isdisjoint(memory_ids)
+
+    @property
+    def _all_texts(self) -> tuple[str, ...]:
+        return (*self.texts, *self.remembered)
+
     @cached_property
     def _shingles(self) -> frozenset[str]:
         runs: set[str] = set()
-        for t in self.texts:
+        for t in self._all_texts:
             if len(t) < self.SHINGLE:
                 runs.update([t] if len(t) >= 4 else [])
             runs.update(t[i : i + self.SHINGLE] for i in range(len(t) - self.SHINGLE + 1))
         return frozenset(runs)
 
     def quotes(self, text: str) -> bool:
-        """Whether ``text`` holds something they said: a run of 8 characters in common with
-        one of their messages (a message of 4-7 characters, whole). A reply that quotes
-        them, or repeats what memory made of their words, is caught either way."""
+        """Whether ``text`` holds something they said, or something memory made of it: a run
+        of 8 characters in common with one of those texts (one of 4-7 characters, whole)."""
         k = self.SHINGLE
         runs = self._shingles
         return any(text[i : i + k] in runs for i in range(len(text) - k + 1)) or any(
-            len(t) < k and len(t) >= 4 and t in text for t in self.texts
+            len(t) < k and len(t) >= 4 and t in text for t in self._all_texts
         )
 
     def named_in(self, text: str) -> bool:
@@ -294,6 +310,10 @@ class EventStore(Protocol):
     def search(self, query: EventQuery) -> list[EventHit]: ...
     def get(self, ids: Sequence[str]) -> list[EventRecord]: ...
     def count(self, scope: ChatScope | None = None) -> int: ...
+    def covered(self, target: ForgetTarget) -> list[str]:
+        """The ids of the events the target covers (what ``forget`` deletes)."""
+        ...
+
     def forget(self, target: ForgetTarget) -> list[str]:
         """Delete the events the target covers; returns their ids."""
         ...
@@ -660,6 +680,13 @@ class MessageStore(Protocol):
         exclude: str | None = None,
     ) -> list[StoredMessage]:
         """The latest ``limit`` messages with since <= timestamp <= before, oldest first."""
+        ...
+
+    def older(
+        self, stream: str, persona_id: str, *, before_seq: int | None, limit: int
+    ) -> list[StoredMessage]:
+        """A page of the stream's history in the order it was stored: the ``limit`` messages
+        before ``before_seq`` (None: the latest), oldest first."""
         ...
 
     def replies_to(

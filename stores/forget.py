@@ -66,10 +66,13 @@ def erase(
     job_ids: list[str] = []
     still_running: list[str] = []
     person = target.user_id is not None
-    # What they said, read before it goes: their lines elsewhere are found by it.
+    # What they said and what memory made of it, read before it goes: their lines
+    # elsewhere, and the bot's lines drawn from them, are found by it.
     said = (
         messages.said_by(target) if person and messages is not None else Said(target.user_id or "")
     )
+    if person:
+        said = remembered(said, target, events, profiles)
     if jobs is not None:
         job_ids += [row.request_id for row in jobs.forget(target)]
         deadline = time.monotonic() + wait_s
@@ -100,6 +103,20 @@ def erase(
         drop_threads(job_ids)
     counts["job_checkpoints"] = len(job_ids) if drop_threads is not None else 0
     return Erased(counts, job_ids, sorted(streams), sorted(set(still_running)), said)
+
+
+def remembered(
+    said: Said, target: ForgetTarget, events: EventStore, profiles: ProfileStore
+) -> Said:
+    """``said`` with what was remembered of the person in the target's chats: their
+    events' texts (and ids), the key facts and impressions learned of them."""
+    ids = events.covered(target)
+    texts = [e.text for e in events.get(ids)]
+    for learned in profiles.learned_about(target.platform, target.user_id or ""):
+        if target.chat is None or learned.scope == target.chat:
+            texts += [learned.impression_text, learned.summary]
+            texts += [str(f.get("value", "")) for f in learned.key_facts]
+    return said.remembering([t for t in texts if t], ids)
 
 
 def _wait(

@@ -521,6 +521,9 @@ class HybridEventStore:
         self.lexical.upsert_many(found)
         return [e.id for e in found]
 
+    def covered(self, target: ForgetTarget) -> list[str]:
+        return self.lexical.covered(target)  # SQL holds every event's text
+
     def forget(self, target: ForgetTarget) -> list[str]:
         """Both sides, SQL first (the dense side follows the ids SQL lists, so a search in
         between finds nothing it should not); this process's held vectors drop them now,

@@ -13,6 +13,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -28,6 +29,7 @@ from stores.sql.schema import Base
 from tests.serving import free_port
 
 REQUIRE = os.environ.get("GROUPMIND_REQUIRE_SERVICES") == "1"
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")  # Debian's
 PG_ADMIN_URL = os.environ.get("GROUPMIND_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 
@@ -246,3 +248,19 @@ def metadata_of(engine: Engine) -> MetaData:
     md = MetaData()
     md.reflect(engine)
     return md
+
+
+# --- a browser ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium, headless, driven by Playwright (no browser is downloaded)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        # rebind.test resolves to this machine: a DNS-rebinding page's name for the console
+        rules = "--host-resolver-rules=MAP rebind.test 127.0.0.1, MAP hostile.test 127.0.0.1"
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", rules])
+        yield chromium
+        chromium.close()

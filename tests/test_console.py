@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -24,13 +23,13 @@ from sqlalchemy import create_engine
 
 from domain.scope import ChatScope
 from stores.sql import SqlJobQueue
+from tests.conftest import CHROMIUM
 from tests.onebot_standin import SELF_ID, Implementation
 from tests.serving import free_port
 from tests.test_cli import cli_on
 from tests.test_experiment_cli import context_dataset
 from tests.test_forget_scan import traces
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
@@ -74,7 +73,7 @@ def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pat
     cli = cli_on(data)
     chat = tmp / "chat.jsonl"
     chat.write_text("\n".join(json.dumps(m, ensure_ascii=False) for m in CHAT), encoding="utf-8")
-    assert cli("persona", "set", "default", "--name", "小爱").exit_code == 0
+    assert cli("--bot", "bot-a", "persona", "set", "default", "--name", "小爱").exit_code == 0
     replayed = cli("--bot", "bot-a", "replay", str(chat), "--wait-memory")
     assert replayed.exit_code == 0, replayed.output
     known = tmp / "mofox.jsonl"  # what the bot knew of 小明 before (groupmind import mofox)
@@ -148,16 +147,6 @@ def linked(ws_url: str, token: str) -> threading.Event:
     threading.Thread(target=asyncio.run, args=(hold(),), daemon=True).start()
     assert up.wait(60)
     return done
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
 
 
 def shots(tmp: Path) -> Path:
@@ -325,9 +314,12 @@ def test_forget_a_person_in_a_chat_after_a_confirmation(
         form = page.locator("#forget-form")
         form.locator("[name=user_id]").fill("10003")
         form.locator("[name=chat]").fill("qq:group:1001")
+        form.locator("button").click()
+        scope = page.inner_text("#scope")  # exactly what goes, before anything goes
+        assert "10003" in scope and "qq:group:1001" in scope and "莉莉" in scope
         if confirm:
             page.check("#confirm")
-        form.locator("button").click()
+        page.locator("#confirm-form button").click()
 
     ask(confirm=False)
     assert "not confirmed" in page.inner_text("#error")  # nothing without the confirmation

@@ -256,3 +256,24 @@ def test_lines_naming_a_forgotten_person_go_too_but_not_one_character_names() ->
     answered = EventRecord(id="e1", text="阿强说好的", context="小爱: 小明，我记得你", **where)
     assert said.answered_in(answered)
     assert not said.answered_in(EventRecord(id="e2", text="好", context="小爱: 明天见", **where))
+
+
+def test_a_redelivered_message_gets_none_of_a_forgotten_persons_memory(
+    settings: Settings,
+) -> None:
+    """The bot repeats what memory made of 阿强's words ("我爱甲乙丙社" -> "阿强爱甲乙丙社")
+    to 小明; after forget, 小明's message delivered again (replay) returns no such answer."""
+    session = open_session(settings)
+    told = message("@bot 我爱甲乙丙社", **AQ, **BOT) | {"message_id": "aq-1"}
+    asked = message("@bot 阿强爱什么", **XM, **BOT) | {"message_id": "xm-1"}
+    replay(session, [told, {**asked, "timestamp": told["timestamp"] + 60}])
+    thread = session.reply_graph().get_state(thread_config(G1.key, "bot")).values
+    assert "阿强爱甲乙丙社" in thread["handled"]["xm-1"]["reply"]
+    assert thread["handled"]["xm-1"]["memory_ids"]  # what the answer drew on
+
+    cli(settings, "forget", "--user-id", "10002", "--yes", "--json")
+    after = open_session(settings)
+    again = reply_to(after.reply_graph(), after.deps, {**asked, "timestamp": told["timestamp"] + 60},
+                     reply_context(after.deps))  # fmt: skip
+    assert again["duplicate"] and "甲乙丙社" not in json.dumps(again, ensure_ascii=False)
+    assert again["action"] == "no_reply"

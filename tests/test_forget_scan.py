@@ -213,7 +213,7 @@ def test_a_forget_during_a_memory_batch_leaves_nothing_of_them_on_disk(tmp_path:
     erased: list[dict[str, Any]] = []
 
     def forget_and_compact() -> None:
-        out = forget(session.deps, session.reply_graph(), request, wait_s=30)
+        out = forget(session.runtime, "bot", session.reply_graph(), request, wait_s=30)
         erased.append({**out, "compacted": session.runtime.compact()})
 
     eraser = threading.Thread(target=forget_and_compact)
@@ -233,3 +233,43 @@ def test_a_forget_during_a_memory_batch_leaves_nothing_of_them_on_disk(tmp_path:
     assert [e.id for e in session.deps.events.get(["s0", "s1", "s2"])] == ["s1"]
     vectors: Any = session.deps.events.vector  # type: ignore[attr-defined]
     assert set(vectors.vectors(["s0", "s1", "s2"])) == {"s1"}  # Chroma's rows: no text
+
+
+def test_forget_reaches_the_exports_and_experiments_groupmind_made(tmp_path: Path) -> None:
+    """``groupmind export`` into the data dir and beside it, and an experiment run on the
+    export: after forget, the export inside is rewritten without them, the one outside is
+    listed with the command that deletes it, the experiment's arm deployments are gone and
+    its examples rewritten; then no file under the data dir holds their words."""
+    data = tmp_path / "data"
+    lines = tmp_path / "chat.jsonl"
+    lines.write_text("\n".join(json.dumps(m, ensure_ascii=False) for m in conversation()))
+    runner = CliRunner()
+
+    def run(*args: str) -> Any:
+        done = runner.invoke(app, ["--data-dir", str(data), *args])
+        assert done.exit_code == 0, done.output
+        return done
+
+    run("replay", str(lines), "--wait-memory")
+    inside, outside = data / "exports" / "g1.jsonl", tmp_path / "g1-copy.jsonl"
+    inside.parent.mkdir(parents=True)
+    for out in (inside, outside):
+        run("export", "--chat-type", "group", "--chat-id", "1001", "--out", str(out))
+    arms = ["--arm", "a:rank_context=weighted", "--arm", "b:rank_context=recent"]
+    run("experiment", str(inside), "--mode", "rank", *arms, "--name", "mine", "--bootstrap",
+        "100", "--local")  # fmt: skip
+    experiment = data / "experiments" / "mine"
+    assert (experiment / "arms").is_dir() and traces(experiment, SAID[:1])
+    before = sum(1 for _ in inside.open())
+
+    erased = run("forget", "--user-id", "10001", "--yes", "--json")
+    copies = json.loads(erased.stdout)["copies"]
+    assert copies["exports"][str(inside.resolve())] >= 3  # their lines, and lines naming them
+    assert sum(1 for _ in inside.open()) == before - copies["exports"][str(inside.resolve())]
+    assert copies["experiments"] == ["mine"] and not (experiment / "arms").exists()
+    (elsewhere,) = copies["elsewhere"]
+    assert elsewhere["path"] == str(outside.resolve()) and elsewhere["delete"].startswith("rm ")
+    assert SAID[0] in outside.read_text()  # the operator's to delete: listed, not touched
+    assert {f: s for f, s in traces(data, [*SAID, "小明"]).items() if not f.endswith(".bin")} == {}
+    again = json.loads(run("forget", "--user-id", "10001", "--yes", "--json").stdout)["copies"]
+    assert again["exports"] == {} and again["experiments"] == []

@@ -35,12 +35,10 @@ BOTS = [
     {"id": "bot-b", "api_key": KEYS["bot-b"], "platforms": ["qq"], "persona": "meow"},
     {"id": "bot-c", "api_key": KEYS["bot-c"], "platforms": ["discord"]},
 ]
-PERSONAS = """
-[personas.xiaoai]
-name = "小爱"
-[personas.meow]
-name = "阿喵"
-"""
+PERSONAS = {  # each bot's own personas file (Settings.personas_file_of)
+    "bot-a": '[personas.xiaoai]\nname = "小爱"\n',
+    "bot-b": '[personas.meow]\nname = "阿喵"\n',
+}
 SECRET = "K7Q2X8"
 REDIS_DB = 12
 GROUP = ChatScope(platform="qq", chat_type="group", chat_id="1001")
@@ -76,7 +74,8 @@ def server(
     tmp = tmp_path_factory.mktemp(f"tenancy-{request.param}")
     data = tmp / "data"
     data.mkdir()
-    (data / "personas.toml").write_text(PERSONAS, encoding="utf-8")
+    for bot, personas in PERSONAS.items():
+        (data / f"personas.{bot}.toml").write_text(personas, encoding="utf-8")
     settings = {
         "bots": json.dumps(BOTS), "chat_model": "standin", "chat_base_url": standin.url,
         "chat_api_key": "x", "data_dir": str(data),

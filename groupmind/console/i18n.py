@@ -61,6 +61,25 @@ WORDS: dict[str, tuple[str, str]] = {
     "nothing": ("没有", "Nothing"),
     "all": ("全部", "All"),
     "experiments": ("实验", "Experiments"),
+    "logout": ("退出登录", "Log out"),
+    "pick_chat": ("聊天写成 平台:类型:ID；在这里找：", "A chat is platform:type:id; find one in"),
+    "latest": ("最新", "Latest"),
+    "older": ("更早", "Older"),
+    "newer": ("更新", "Newer"),
+    "forget_help": (
+        "只填用户：这个平台上所有聊天里的这个人；只填聊天：整个聊天；都填：这个聊天里的这个人。下一步先确认范围。",
+        "A person only: them in every chat of the platform; a chat only: the whole chat; "
+        "both: the person in that chat. The next step shows exactly what goes.",
+    ),
+    "review": ("下一步：确认范围", "Next: review what goes"),
+    "forget_chat": ("将删除整个聊天", "Erases the whole chat"),
+    "forget_person": ("将删除这个人", "Erases the person"),
+    "everywhere_on": ("在平台上的所有聊天", "in every chat of the platform"),
+    "in_chat": ("在这个聊天", "in this chat"),
+    "cancel": ("取消", "Cancel"),
+    "opening": ("开场对话", "Opening dialogue"),
+    "opening_help": ("每行一句，用户和机器人轮流", "one line a turn, user and bot in turn"),
+    "edit": ("编辑", "Edit"),
 }
 
 

@@ -18,21 +18,56 @@ from nodes.deps import ReplyDeps
 from stores.base import EventQuery, EventRecord, profile_view, usage_id
 from stores.sql.chats import chat_overview
 from stores.sql.covered import mine
-from stores.sql.schema import MessageRow
+from stores.sql.schema import LearnedProfileRow, MessageRow
 
-FOREVER = 4_102_444_800.0  # 2100-01-01: "before" for a chat's latest messages
+PAGE = 50  # rows a page shows: chats, a chat's messages
 
 
-def chats(engine: Engine, bot: str, only: ChatScope | None = None) -> list[dict[str, Any]]:
-    return [asdict(c) for c in chat_overview(engine, bot, only)]
+def chats(
+    engine: Engine, bot: str, only: ChatScope | None = None, platforms: frozenset[str] | None = None
+) -> list[dict[str, Any]]:
+    """The bot's chats, newest first; ``platforms``: only those (a key's own)."""
+    found = [asdict(c) for c in chat_overview(engine, bot, only)]
+    if platforms is None:
+        return found
+    return [c for c in found if c["stream"].split(":", 1)[0] in platforms]
+
+
+def paged(rows: list[Any], page: int, size: int = PAGE) -> tuple[list[Any], int]:
+    """The rows of one page (1-based, clamped) and how many pages there are."""
+    pages = max(1, -(-len(rows) // size))
+    page = min(max(page, 1), pages)
+    return rows[(page - 1) * size : page * size], pages
+
+
+def person_chats(engine: Engine, bot: str, platform: str, user_id: str) -> list[str]:
+    """Every chat of the platform where the person spoke or something was learned of them:
+    what forgetting them everywhere on it reaches."""
+    with engine.connect() as conn:
+        spoke = conn.execute(
+            select(MessageRow.stream).distinct().where(
+                mine(MessageRow, bot), MessageRow.platform == platform,
+                MessageRow.user_id == user_id,
+            )
+        ).scalars()  # fmt: skip
+        learned = conn.execute(
+            select(LearnedProfileRow.chat_type, LearnedProfileRow.chat_id).where(
+                mine(LearnedProfileRow, bot), LearnedProfileRow.platform == platform,
+                LearnedProfileRow.user_id == user_id,
+            )
+        )  # fmt: skip
+        keys = {*spoke, *(f"{platform}:{t}:{c}" for t, c in learned)}
+    return sorted(keys)
 
 
 def chat_messages(
-    deps: ReplyDeps, stream: str, persona_id: str, limit: int = 50
-) -> list[dict[str, Any]]:
-    """A chat's latest messages, each with what its reply was given and decided (the
-    context-usage record), the memories named by their text."""
-    messages = deps.messages.window(stream, persona_id, before=FOREVER, since=0.0, limit=limit)
+    deps: ReplyDeps, stream: str, persona_id: str, before_seq: int | None = None,
+    limit: int = PAGE,
+) -> list[dict[str, Any]]:  # fmt: skip
+    """A page of a chat's messages (the latest, or those stored before ``before_seq``),
+    each with what its reply was given and decided (the context-usage record), the
+    memories named by their text."""
+    messages = deps.messages.older(stream, persona_id, before_seq=before_seq, limit=limit)
     # One read of the records and one of the memories for the page, not two per message.
     keys = {m.message_id: usage_id(stream, persona_id, m.message_id) for m in messages}
     usages = deps.context_usage.get_many([keys[m.message_id] for m in messages if not m.from_bot])

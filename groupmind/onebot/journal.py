@@ -37,6 +37,7 @@ from sqlalchemy import (
     create_engine,
     event,
     inspect,
+    null,
     select,
     update,
 )
@@ -72,7 +73,9 @@ events = Table(
     Index("ix_events_sent", "self_id", "sent_id"),
 )
 OPEN_STATES = ("received", "decided")
-FINISHED = ("done", "sent", "unconfirmed", "refused", "failed")
+# erased: forget blanked it (no content, no answer, no chat): its id alone stays, so a
+# redelivery of it is taken once and never answered again
+FINISHED = ("done", "sent", "unconfirmed", "refused", "failed", "erased")
 
 
 @dataclass(frozen=True)
@@ -193,24 +196,28 @@ class Journal:
     def forget(self, target: ForgetTarget, said: Said) -> int:
         """Erase what a forget covers, of this bot's rows (and of rows from before rows
         named their bot): a chat's every event; a person's events, and events whose frame
-        or answer quotes or names them (``said``). Unanswered ones go too: they are not
-        answered. How many rows went."""
+        or answer quotes or names them (``said``: their words, or what memory made of
+        them). Each is blanked to its id, state ``erased``: the frame, the answer and the
+        chat go, and an implementation that delivers the event again (after a reconnect)
+        finds it taken, so the erased answer is never sent again. Unanswered ones are not
+        answered. How many rows were erased."""
         chats: ColumnElement[bool] = events.c.chat.like(f"{target.platform}:%")
         if target.chat is not None:
             chats = events.c.chat == target.chat.key
         mine = (events.c.bot.in_((self.bot, "")), chats)
         with self._lock, self.engine.begin() as conn:
-            if target.user_id is None:
-                return int(conn.execute(events.delete().where(*mine)).rowcount)
             rows = conn.execute(select(events.c.seq, events.c.event, events.c.action).where(*mine))
             gone = [
                 seq
                 for seq, frame, action in rows
-                if str(frame.get("user_id")) == target.user_id
+                if target.user_id is None
+                or str(frame.get("user_id")) == target.user_id
                 or said.mentioned_in(json.dumps([frame, action], ensure_ascii=False))
             ]
+            blank = {"chat": "", "event": {}, "action": null(), "error": None,
+                     "state": "erased", "updated_at": time.time()}  # fmt: skip
             for part in chunks(gone):
-                conn.execute(events.delete().where(events.c.seq.in_(part)))
+                conn.execute(update(events).where(events.c.seq.in_(part)).values(**blank))
         return len(gone)
 
     def counts(self) -> dict[str, int]:

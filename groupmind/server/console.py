@@ -13,7 +13,8 @@ from langgraph_api.api.meta import meta_info  # type: ignore[import-untyped]
 from starlette.routing import Route
 
 from groupmind.console.access import Access
-from groupmind.console.app import Host, make_console, on_server
+from groupmind.console.app import Host, make_console
+from groupmind.console.forgetting import on_server
 from groupmind.server.auth import settings
 from groupmind.wiring import open_runtime
 

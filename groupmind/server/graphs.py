@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
@@ -75,5 +74,4 @@ def _forget_graph(runtime: Runtime, bot: str) -> ForgetGraph:
     """The bot's forget: its stores, then this server's reply threads of the bot (from
     inside the server), then what the engines keep on disk."""
     threads = ServerThreads(bot, owned=bool(runtime.settings.bots))
-    deps = replace(runtime.deps_for(bot), reply_threads=threads, compact=runtime.compact)
-    return build_forget_graph(deps)
+    return build_forget_graph(runtime.forget_deps(bot, threads))

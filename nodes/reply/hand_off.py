@@ -123,7 +123,8 @@ def hand_off(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]
     }
     said = state.get("reply", "")
     # The message is handled now, with its outcome: a redelivery gets this back.
-    outcome: Handled = {"action": action, "reason": state.get("reason", ""), "reply": said}
+    outcome: Handled = {"action": action, "reason": state.get("reason", ""), "reply": said,
+                        "memory_ids": list(state.get("memory_ids", []))}  # fmt: skip
     if state.get("sticker"):
         outcome["sticker"] = dict(state.get("sticker", {}))
     out["handled"] = handled(state, msg.message_id, outcome)

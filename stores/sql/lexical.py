@@ -347,11 +347,14 @@ class SqlLexicalIndex:
         self.upsert_many(found)
         return [e.id for e in found]
 
-    def forget(self, target: ForgetTarget) -> list[str]:
-        """Delete the events (and their postings) the target covers; returns their ids."""
+    def covered(self, target: ForgetTarget) -> list[str]:
         where = covered(EventDocRow, target, self.bot)
         with self.reads.connect() as conn:
-            ids = list(conn.execute(select(EventDocRow.id).where(*where)).scalars())
+            return list(conn.execute(select(EventDocRow.id).where(*where)).scalars())
+
+    def forget(self, target: ForgetTarget) -> list[str]:
+        """Delete the events (and their postings) the target covers; returns their ids."""
+        ids = self.covered(target)
         self.remove(ids)
         return ids
 

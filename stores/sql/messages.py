@@ -94,6 +94,14 @@ class SqlMessageStore:
         rows = [m for m in self._fetch(query) if m.message_id != exclude][:limit]
         return rows[::-1]
 
+    def older(
+        self, stream: str, persona_id: str, *, before_seq: int | None, limit: int
+    ) -> list[StoredMessage]:
+        query = select(MessageRow).where(*self._scope(stream, persona_id))
+        if before_seq is not None:
+            query = query.where(MessageRow.seq < before_seq)
+        return self._fetch(query.order_by(MessageRow.seq.desc()).limit(limit))[::-1]
+
     def replies_to(
         self, stream: str, persona_id: str, message_ids: Sequence[str], limit: int
     ) -> list[StoredMessage]:
@@ -341,17 +349,22 @@ class SqlContextUsage:
 
     def forget(self, target: ForgetTarget, said: Said | None = None) -> int:
         """The records of a chat, or of the replies to a person (in one chat or all) and,
-        with ``said``, those in their chats whose reply quotes or names them."""
+        with ``said``, those in their chats whose reply quotes or names them, or was given
+        one of their memories."""
         with self.engine.begin() as conn:
             where = covered(ContextUsageRow, target, self.bot)
             gone = int(conn.execute(delete(ContextUsageRow).where(*where)).rowcount)
             if target.user_id is None or said is None:
                 return gone
             chats = covered(ContextUsageRow, target, self.bot, everyone=True)
-            rows = conn.execute(
-                select(ContextUsageRow.context_id, ContextUsageRow.llm_response).where(*chats)
-            ).all()
-            quoting = [cid for cid, reply in rows if said.mentioned_in(reply or "")]
+            columns = (ContextUsageRow.context_id, ContextUsageRow.llm_response,
+                       ContextUsageRow.memory_ids)  # fmt: skip
+            rows = conn.execute(select(*columns).where(*chats)).all()
+            quoting = [
+                cid
+                for cid, reply, memory_ids in rows
+                if said.mentioned_in(reply or "") or said.drew_on(memory_ids or [])
+            ]
             for part in chunks(quoting):
                 conn.execute(
                     delete(ContextUsageRow).where(*chats, ContextUsageRow.context_id.in_(part))

@@ -383,3 +383,21 @@ class ContextUsageRow(Tenant, Base):
     user_feedback: Mapped[str | None] = mapped_column(Text, nullable=True)
     success_indicator: Mapped[float | None] = mapped_column(Float, nullable=True)
     created_at: Mapped[float] = mapped_column(Float, index=True)
+
+
+class ConsoleSessionRow(Base):
+    """A console login (``groupmind.console.sessions``): the cookie holds a random id, this
+    row only its hash, the bot and key it was opened with, the session's CSRF token and one notice
+    to show on the next page. No key is ever kept."""
+
+    __tablename__ = "console_sessions"
+
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    bot_id: Mapped[str] = mapped_column(BOT)
+    # SHA-256 of the key it was opened with ('' without keys): a key taken away, or
+    # changed, ends its sessions
+    key_hash: Mapped[str] = mapped_column(String(64))
+    csrf: Mapped[str] = mapped_column(String(64))
+    notice: Mapped[str] = mapped_column(Text, default="", server_default="")
+    created_at: Mapped[float] = mapped_column(Float)
+    expires_at: Mapped[float] = mapped_column(Float, index=True)
