@@ -74,6 +74,8 @@ WORDS: dict[str, tuple[str, str]] = {
     "review": ("下一步：确认范围", "Next: review what goes"),
     "forget_chat": ("将删除整个聊天", "Erases the whole chat"),
     "forget_person": ("将删除这个人", "Erases the person"),
+    "forgot_chat": ("已删除整个聊天", "Erased the whole chat"),
+    "forgot_person": ("已删除这个人", "Erased the person"),
     "everywhere_on": ("在平台上的所有聊天", "in every chat of the platform"),
     "in_chat": ("在这个聊天", "in this chat"),
     "cancel": ("取消", "Cancel"),
