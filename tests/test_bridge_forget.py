@@ -41,6 +41,18 @@ def text(t: str) -> dict[str, Any]:
     return {"type": "text", "data": {"text": t}}
 
 
+async def bridged(settings: Settings) -> tuple[Bridge, Any, Implementation]:
+    """A bridge over an in-process brain on the data dir, and the stand-in dialled in."""
+    brain: Any = await asyncio.to_thread(InProcessBrain, settings)
+    journal = Journal(settings.resolved_onebot_journal, bot=settings.bot_id)
+    bridge = Bridge(brain, journal, bot_id=settings.bot_id)
+    server = await bridge.serve_reverse("127.0.0.1", 0)
+    url = f"ws://127.0.0.1:{next(iter(server.sockets)).getsockname()[1]}/onebot/v11/ws"
+    impl = Implementation(group_names={1001: "技术交流群"})
+    await impl.dial(url)
+    return bridge, server, impl
+
+
 def journaled(journal: Journal, rows: list[tuple[dict[str, Any], str]]) -> None:
     journal.receive([(str(SELF_ID), event, chat) for event, chat in rows])
 
@@ -109,13 +121,8 @@ def test_forget_beside_a_running_bridge_leaves_nothing_in_its_journal(tmp_path: 
     runner = CliRunner()
 
     async def main() -> None:
-        brain: Any = await asyncio.to_thread(InProcessBrain, settings)
-        journal = Journal(settings.resolved_onebot_journal, bot=settings.bot_id)
-        bridge = Bridge(brain, journal, bot_id=settings.bot_id)
-        server = await bridge.serve_reverse("127.0.0.1", 0)
-        url = f"ws://127.0.0.1:{next(iter(server.sockets)).getsockname()[1]}/onebot/v11/ws"
-        impl = Implementation(group_names={1001: "技术交流群"})
-        await impl.dial(url)
+        bridge, server, impl = await bridged(settings)
+        journal = bridge.journal
         said = f" 我的暗号是 {SAID[0]}，我常去{SAID[1]}"
         await impl.send(group_event(1001, 10001, [AT_BOT, text(said)], card="小明"))
         await impl.send(private_event(10001, f"{SAID[2]} 是我的新密码"))
@@ -170,13 +177,8 @@ def test_a_redelivered_question_never_brings_back_a_forgotten_answer(tmp_path: P
     secret = "甲乙丙社"
 
     async def main() -> None:
-        brain: Any = await asyncio.to_thread(InProcessBrain, settings)
-        journal = Journal(settings.resolved_onebot_journal, bot=settings.bot_id)
-        bridge = Bridge(brain, journal, bot_id=settings.bot_id)
-        server = await bridge.serve_reverse("127.0.0.1", 0)
-        url = f"ws://127.0.0.1:{next(iter(server.sockets)).getsockname()[1]}/onebot/v11/ws"
-        impl = Implementation(group_names={1001: "技术交流群"})
-        await impl.dial(url)
+        bridge, server, impl = await bridged(settings)
+        brain, journal = bridge.brain, bridge.journal
         await impl.send(group_event(1001, 10002, [AT_BOT, text(f" 我爱{secret}")], card="阿强"))
         await impl.wait_for(1)
         events = brain.session.deps.events
@@ -205,13 +207,8 @@ def test_a_redelivered_question_never_brings_back_a_forgotten_answer(tmp_path: P
         await server.wait_closed()
         journal.close()
         settings.resolved_onebot_journal.unlink()
-        journal2 = Journal(settings.resolved_onebot_journal, bot=settings.bot_id)
-        brain2: Any = await asyncio.to_thread(InProcessBrain, settings)
-        bridge2 = Bridge(brain2, journal2, bot_id=settings.bot_id)
-        server2 = await bridge2.serve_reverse("127.0.0.1", 0)
-        url2 = f"ws://127.0.0.1:{next(iter(server2.sockets)).getsockname()[1]}/onebot/v11/ws"
-        impl2 = Implementation(group_names={1001: "技术交流群"})
-        await impl2.dial(url2)
+        bridge2, server2, impl2 = await bridged(settings)
+        journal2 = bridge2.journal
         await impl2.send(question)
         for _ in range(100):
             if journal2.counts().get("done"):

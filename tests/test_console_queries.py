@@ -53,8 +53,12 @@ def test_a_chat_page_costs_the_same_queries_for_10_or_40_messages(tmp_path: Path
     replayed(data, 3, chat_id="2002")  # another chat: not read for this one
     session = open_session(Settings(_env_file=None, data_dir=data), worker=False)  # type: ignore[call-arg]
     deps, engine = session.deps, session.runtime.engine
-    small, few = statements(engine, lambda: views.chat_messages(deps, CHAT.key, "default", limit=10))
-    large, many = statements(engine, lambda: views.chat_messages(deps, CHAT.key, "default", limit=40))
+    small, few = statements(
+        engine, lambda: views.chat_messages(deps, CHAT.key, "default", limit=10)
+    )
+    large, many = statements(
+        engine, lambda: views.chat_messages(deps, CHAT.key, "default", limit=40)
+    )
     assert len(small) == 10 and len(large) == 40
     used = [r for r in large if r["usage"] is not None]
     assert used and any(m for r in used for _, m in r["usage"]["memories"])  # memories named
