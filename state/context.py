@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
+
+# What a run of the host graph does (docs/contracts.md, "Hosts"): take a message the host
+# saw, give what memory holds for one it is about to answer, keep its answer, run a tool.
+HostOp = Literal["capture", "recall", "record", "tool"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -20,6 +25,7 @@ class Context:
     # None: the deployment's setting (GROUPMIND_MAX_GATE_ATTEMPTS, GROUPMIND_AUTO_TOP_K)
     max_gate_attempts: int | None = None
     auto_top_k: int | None = None
+    op: HostOp = "capture"  # the host graph's: what this run does (other graphs ignore it)
 
 
 def as_context(value: object) -> Context:

@@ -190,6 +190,36 @@ class ReplyState(TypedDict, total=False):
     handed_off: list[str]  # request ids of memory jobs written this run
     memory_variants: dict[str, str]  # the memory graph's, recorded in the jobs written
     variants: Annotated[dict[str, str], merge_dicts]
+    # the host graph's (graphs/host.py): what a recall gives the host, per run
+    context_text: str  # the ranked context, rendered as a prompt holds it
+    recall_text: str  # relationship, memories and context: ready to inject
+    # inputs of a host run: the memories the host's answer was given (record), a tool call
+    host_memory_ids: list[str]
+    host_tool: dict[str, Any]
+    tool_result: str
+
+
+class HostInput(TypedDict, total=False):
+    """A host graph run's input (``Context.op`` says what it does)."""
+
+    message: dict[str, Any]  # the message (capture, recall, tool), or the host's answer (record)
+    host_memory_ids: list[str]  # record: the memories its recall gave the host's model
+    host_tool: dict[str, Any]  # tool: {"name", "args"}
+
+
+class HostOutput(TypedDict, total=False):
+    message_id: str
+    duplicate: bool
+    recall_text: str  # what to inject into the host's request (its user part)
+    relation_block: str
+    memory_block: str
+    context_text: str
+    context_ids: list[str]
+    ranked: list[list[Any]]
+    memory_ids: list[str]
+    handed_off: list[str]
+    tool_result: str
+    variants: dict[str, str]
 
 
 class ReplyOutput(TypedDict, total=False):

@@ -236,8 +236,9 @@ async def run_in_own_platforms(
                     )
         thread_id, stream = value.get("thread_id"), _message_stream(kwargs)
         # A message runs on its own stream's thread; nothing creates a stream thread blind.
+        # A stateless run (no thread: a host's recall or tool call) touches no thread.
         creates = value.get("if_not_exists") == "create" and is_stream_thread(thread_id)
-        if stream is not None or creates:
+        if thread_id is not None and (stream is not None or creates):
             _check_stream_thread(thread_id, stream, identity)
     run_input = kwargs.get("input")
     if value.get("thread_id") and isinstance(run_input, dict):

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from langchain_core.runnables import RunnableConfig
 
 from graphs.forget import ForgetGraph, build_forget_graph
+from graphs.host import HostGraph, build_host_graph
 from graphs.memory import MemoryGraph, build_memory_graph
 from graphs.reply import ReplyGraph, build_reply_graph
 from groupmind.server.identity import run_bot
@@ -58,6 +59,19 @@ async def make_forget_graph(config: RunnableConfig) -> ForgetGraph:
     "chat_id"?}``."""
     bot = await asyncio.to_thread(_bot, config)
     return await asyncio.to_thread(_once, "forget", bot, _forget_graph)
+
+
+async def make_host_graph(config: RunnableConfig) -> HostGraph:
+    """A host bot framework's memory (docs/contracts.md, "Hosts"): capture, recall, record
+    and tools over the run's bot's stores, on the chat's reply thread."""
+    bot = await asyncio.to_thread(_bot, config)
+    return await asyncio.to_thread(_once, "host", bot, _host_graph)
+
+
+def _host_graph(runtime: Runtime, bot: str) -> HostGraph:
+    if runtime.settings.server_memory_worker:
+        runtime.start_background_worker()
+    return build_host_graph(runtime.deps_for(bot))
 
 
 def _reply_graph(runtime: Runtime, bot: str) -> ReplyGraph:

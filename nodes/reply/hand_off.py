@@ -132,7 +132,7 @@ def hand_off(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]
     if not replied and state.get("reason") and state.get("ranked"):
         # the plan read the context and chose not to answer: recorded too, so an operator
         # sees why (off the path; an ABSENT chat's unread messages are not)
-        deps.background.submit(_record_usage, deps, state, msg, "")
+        deps.background.submit(record_usage, deps, usage_of(state, msg, ""))
     if replied:
         bot_line = _store_reply(deps, msg, said, persona_id)
         pending.append(bot_line)
@@ -142,7 +142,7 @@ def hand_off(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]
             pending, msg, persona_id, deps.validation, answered_user=msg.user_id,
             action=summary, variants=state.get("memory_variants"),
         )  # fmt: skip
-        deps.background.submit(_record_usage, deps, state, msg, said)
+        deps.background.submit(record_usage, deps, usage_of(state, msg, said))
         # the memories the reply was given are recalled: they fade slower
         deps.background.submit(
             recalled, deps, list(state.get("memory_ids", [])), msg.when.timestamp()
@@ -198,37 +198,39 @@ def recalled(deps: ReplyDeps, ids: list[str], at: float) -> None:
         log.exception("recording %d recalled memories failed", len(ids))
 
 
-def _record_usage(deps: ReplyDeps, state: ReplyState, msg: ChatMessage, said: str) -> None:
-    """seed 004 §4.2, off the reply path; a failure here is logged, never raised."""
+def usage_of(state: ReplyState, msg: ChatMessage, said: str) -> ContextUsage:
+    """seed 004 §4.2's record of what this reply was given and decided."""
+    scores = {str(i): float(s) for i, s in state.get("ranked", [])}
+    usage = state.get("usage") or {}
+    return ContextUsage(
+        context_id=context_id(msg),
+        platform=msg.platform,
+        chat_type=msg.chat_type,
+        chat_id=msg.scope_chat_id,
+        persona_id=msg.persona_id,
+        user_id=msg.user_id,
+        trigger_message_id=msg.message_id,
+        context_message_ids=list(state.get("context_ids", [])),
+        relevance_scores={i: scores[i] for i in state.get("context_ids", []) if i in scores},
+        llm_response=said,
+        prompt_tokens=int(usage.get("prompt_tokens", 0)),
+        completion_tokens=int(usage.get("completion_tokens", 0)),
+        cost=usage.get("cost"),
+        memory_ids=list(state.get("memory_ids", [])),
+        action=state.get("action", ""),
+        reason=state.get("reason", ""),
+    )
+
+
+def record_usage(deps: ReplyDeps, record: ContextUsage) -> None:
+    """Off the reply path; a failure here is logged, never raised (the record is for
+    tuning and for forget's provenance; the answer already went out)."""
     if deps.context_usage is None:
         return
     try:
-        scores = {str(i): float(s) for i, s in state.get("ranked", [])}
-        usage = state.get("usage") or {}
-        deps.context_usage.record(
-            ContextUsage(
-                context_id=context_id(msg),
-                platform=msg.platform,
-                chat_type=msg.chat_type,
-                chat_id=msg.scope_chat_id,
-                persona_id=msg.persona_id,
-                user_id=msg.user_id,
-                trigger_message_id=msg.message_id,
-                context_message_ids=list(state.get("context_ids", [])),
-                relevance_scores={
-                    i: scores[i] for i in state.get("context_ids", []) if i in scores
-                },
-                llm_response=said,
-                prompt_tokens=int(usage.get("prompt_tokens", 0)),
-                completion_tokens=int(usage.get("completion_tokens", 0)),
-                cost=usage.get("cost"),
-                memory_ids=list(state.get("memory_ids", [])),
-                action=state.get("action", ""),
-                reason=state.get("reason", ""),
-            )
-        )
-    except Exception:  # noqa: BLE001 - the record is for tuning; the reply already went out
-        log.exception("context-usage record for %s failed", msg.message_id)
+        deps.context_usage.record(record)
+    except Exception:  # noqa: BLE001
+        log.exception("context-usage record for %s failed", record.trigger_message_id)
 
 
 VARIANTS = {"hand_off": {"default": hand_off}}

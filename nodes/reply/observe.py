@@ -41,7 +41,8 @@ FRESH: dict[str, Any] = {
     "action": "no_reply", "reason": "", "reply": "", "sticker": {}, "context_ids": [],
     "ranked": [], "memory_ids": [], "relation_block": "", "memory_block": "",
     "context_fallback": "", "replans": 0, "replan": False, "tool_calls": [], "handed_off": [],
-    "duplicate": False, "from_self": False,
+    "duplicate": False, "from_self": False, "context_text": "", "recall_text": "",
+    "tool_result": "",
 }  # fmt: skip
 
 
