@@ -51,18 +51,18 @@ ANSWER_NOW = "不要再调用工具了。请根据已有的信息，直接回答
 
 
 def build_messages(deps: ReplyDeps, state: ReplyState, msg: ChatMessage) -> list[BaseMessage]:
+    """The persona's system prompt and identity, then its opening dialogue: the same for
+    every message of a chat, so a provider's prefix cache reuses them (and the tools, bound
+    the same way every time). What changes per message comes after, in the user message:
+    the relationship and memory blocks, the ranked context, the latest message."""
     persona_id = state.get("persona_id", msg.persona_id)
     persona = deps.personas.get_persona(persona_id)
     name = deps.persona_name(persona_id)
     system = "\n\n".join(
-        part
-        for part in (
+        (
             persona.system_prompt if persona and persona.system_prompt else DEFAULT_SYSTEM,
             IDENTITY.format(name=name, names="、".join(deps.persona_names(persona_id))),
-            state.get("relation_block", ""),
-            state.get("memory_block", ""),
         )
-        if part
     )
     messages: list[BaseMessage] = [SystemMessage(system)]
     for i, line in enumerate(persona.begin_dialogs if persona else []):
@@ -70,7 +70,8 @@ def build_messages(deps: ReplyDeps, state: ReplyState, msg: ChatMessage) -> list
     store = deps.messages
     context = render_context(store.get(msg.stream, persona_id, state.get("context_ids", [])))
     latest = f"{DATA_HEADER}\n{render_latest(msg.user_name, msg.user_id, msg.content)}"
-    messages.append(HumanMessage(f"{context}\n\n{latest}" if context else latest))
+    parts = (state.get("relation_block", ""), state.get("memory_block", ""), context, latest)
+    messages.append(HumanMessage("\n\n".join(p for p in parts if p)))
     return messages
 
 

@@ -295,3 +295,26 @@ def test_an_unconfigured_persona_answers_to_the_bots_name_never_its_id(deps: Dep
     assert "default" not in system and deps.bot_name in system
     called = observe({"message": message("default 你好", message_id="m2")}, Context(), deps)  # type: ignore[arg-type]
     assert not called["addressed"]  # its id is no name to call it by
+
+
+def test_a_chats_model_requests_open_with_the_same_system_message(deps: Deps) -> None:
+    """What changes per message (memories, the relationship, the context, the chat state)
+    comes after a system message that stays byte-identical: a provider's prefix cache
+    reuses it from one message of the chat to the next."""
+    from nodes.reply.plan import render_plan_messages
+    from nodes.reply.reply import build_messages
+
+    deps.events.upsert(EventRecord(id="e-cat", text="小明养了一只橘猫", timestamp=1_795_000_000.0,
+                                   user_id="10001", user_name="小明", platform="qq",
+                                   chat_type="group", chat_id="1001"))  # fmt: skip
+    first = observe({"message": message("@bot 早上好", mentions=["bot"])}, Context(), deps)  # type: ignore[arg-type]
+    first = {**first, **retrieve(first, Context(), deps)}  # type: ignore[arg-type]
+    said = message("@bot 我的橘猫叫什么", mentions=["bot"], user_id="10002", user_name="阿强")
+    second = observe({**first, "message": said}, Context(), deps)  # type: ignore[arg-type]
+    second = {**first, **second, **retrieve({**first, **second}, Context(), deps)}  # type: ignore[arg-type]
+    assert second["relation_block"] != first["relation_block"]  # another person
+    for build in (build_messages, lambda d, s, m: render_plan_messages(s, d)):
+        one, two = (build(deps, s, s["msg"]) for s in (first, second))  # type: ignore[operator]
+        assert one[0].content == two[0].content  # the system message, byte for byte
+        assert one[-1].content != two[-1].content  # the user message says what changed
+        assert "橘猫" not in one[0].content and "橘猫" in two[-1].content
