@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint serve deploy-venv mem0-venv model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory bench-scale bench-e5 bench-chroma-shards clean
+.PHONY: setup demo test lint serve deploy-venv mem0-venv astrbot-venv nonebot-venv model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory bench-scale bench-e5 bench-chroma-shards clean
 
 $(UV):
 	$(PY) -m venv .tools
@@ -33,6 +33,7 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/mypy --strict hosts/client/groupmind_host
 
 test: lint
 	$(BIN)/pytest
@@ -71,6 +72,31 @@ $(MEM0_VENV)/.ready:
 
 mem0-venv: $(MEM0_VENV)/.ready
 
+# The host bot frameworks the plugins are proven in (tests/hosts), each in its own
+# environment with the plugin's client (hosts/client) installed: AstrBot needs Python 3.12.
+ASTRBOT_VENV := hosts/.astrbot-venv
+HOST_PINS := langgraph-sdk==0.4.14
+$(ASTRBOT_VENV)/.ready: hosts/client/pyproject.toml hosts/client/groupmind_host/*.py
+	rm -rf $(ASTRBOT_VENV)
+	PYENV_VERSION=3.12.1 python3 -m venv $(ASTRBOT_VENV)
+	$(ASTRBOT_VENV)/bin/pip install --quiet --disable-pip-version-check astrbot==4.29.3 \
+		$(HOST_PINS) ./hosts/client
+	touch $@
+
+astrbot-venv: $(ASTRBOT_VENV)/.ready
+
+NONEBOT_VENV := hosts/.nonebot-venv
+$(NONEBOT_VENV)/.ready: hosts/client/pyproject.toml hosts/client/groupmind_host/*.py \
+		hosts/nonebot/pyproject.toml hosts/nonebot/nonebot_plugin_groupmind/*.py
+	rm -rf $(NONEBOT_VENV)
+	$(PY) -m venv $(NONEBOT_VENV)
+	$(NONEBOT_VENV)/bin/pip install --quiet --disable-pip-version-check \
+		"nonebot2[fastapi,websockets,httpx]==2.5.0" nonebot-adapter-onebot==2.4.6 \
+		$(HOST_PINS) ./hosts/client ./hosts/nonebot
+	touch $@
+
+nonebot-venv: $(NONEBOT_VENV)/.ready
+
 # Benchmarks: figures printed with the machine noted. `make test` runs each at a smoke size
 # (tests/test_bench_smoke.py, tests/test_bench_memory.py): the report's shape, never speed.
 bench: bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-memory
@@ -79,7 +105,8 @@ bench-locomo: setup
 	$(BIN)/python -m benchmarks.locomo $(ARGS)
 
 clean:
-	rm -rf $(VENV) .tools .groupmind .mypy_cache .ruff_cache .pytest_cache $(MEM0_VENV)
+	rm -rf $(VENV) .tools .groupmind .mypy_cache .ruff_cache .pytest_cache $(MEM0_VENV) \
+		$(ASTRBOT_VENV) $(NONEBOT_VENV)
 
 bench-irc: setup
 	$(BIN)/python -m benchmarks.irc $(ARGS)

@@ -33,12 +33,14 @@ BOTS = [
 ]
 
 
-def start(tmp: Path, cwd: Path | None = None, **env: str) -> Iterator[tuple[str, Path, Path]]:
-    """``langgraph dev`` on a free port with its own data dir; yields (url, data, log).
-    ``cwd``: where it keeps its own storage (``.langgraph_api``), as ``make serve`` does
-    in the data dir."""
+def start(
+    tmp: Path, cwd: Path | None = None, port: int | None = None, **env: str
+) -> Iterator[tuple[str, Path, Path]]:
+    """``langgraph dev`` on a free port (or ``port``) with its own data dir; yields (url,
+    data, log). ``cwd``: where it keeps its own storage (``.langgraph_api``), as ``make
+    serve`` does in the data dir."""
     data, log_path = tmp / "data", tmp / "server.log"
-    port = free_port()
+    port = port or free_port()
     environ = {
         **os.environ,
         "LANGGRAPH_CLI_NO_ANALYTICS": "1",
@@ -49,7 +51,7 @@ def start(tmp: Path, cwd: Path | None = None, **env: str) -> Iterator[tuple[str,
     }
     cmd = [str(Path(sys.executable).parent / "langgraph"), "dev", "--no-browser", "--no-reload",
            "--port", str(port), "--config", str(ROOT / "langgraph.json")]  # fmt: skip
-    with log_path.open("w") as log:
+    with log_path.open("a") as log:
         proc = subprocess.Popen(
             cmd, cwd=cwd or tmp, env=environ, stdout=log, stderr=subprocess.STDOUT
         )
