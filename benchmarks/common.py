@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections import defaultdict
@@ -95,3 +96,35 @@ def asked_after(jobs: Iterable[Mapping[str, Any]], days: float = 1.0) -> dict[st
         when = datetime.fromisoformat(job["timestamp"]).timestamp()
         last[job["chat_id"]] = max(last.get(job["chat_id"], when), when)
     return {chat: t + days * 86_400 for chat, t in last.items()}
+
+
+class PrefixMeter(BaseCallbackHandler):
+    """What a provider's prefix cache could reuse: for each model request, the share of it
+    (its messages and tools, serialised as sent) that is an identical prefix of the
+    previous request of the same slot in the same chat."""
+
+    def __init__(self, nodes: tuple[str, ...]) -> None:
+        self.nodes = nodes
+        self.last: dict[tuple[str, str], str] = {}
+        self.shares: dict[str, list[float]] = defaultdict(list)
+        self.same_system: dict[str, list[bool]] = defaultdict(list)
+
+    def on_chat_model_start(
+        self, serialized: Any, messages: Any, *, metadata: Any = None, **kw: Any
+    ) -> None:
+        meta = metadata or {}
+        node = meta.get("langgraph_node")
+        if node not in self.nodes or not messages:
+            return
+        turns = [(m.type, m.content) for m in messages[0]]
+        tools = (kw.get("invocation_params") or {}).get("tools") or []
+        sent = json.dumps({"tools": tools, "messages": turns}, ensure_ascii=False)  # as sent
+        key = (str(meta.get("thread_id", "")), node)
+        before = self.last.get(key)
+        self.last[key] = sent
+        if before is None:
+            return  # the chat's first request of this slot: nothing to reuse yet
+        common = len(os.path.commonprefix([before, sent]))
+        self.shares[node].append(common / len(sent))
+        now = json.loads(sent)["messages"][:1]
+        self.same_system[node].append(json.loads(before)["messages"][:1] == now)

@@ -24,7 +24,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.common import SHARED_DATA, NodeTimer, machine, pct
+from benchmarks.common import SHARED_DATA, NodeTimer, PrefixMeter, machine, pct
 from benchmarks.locomo import conversation_jobs
 from graphs.memory import build_memory_graph
 from groupmind.chatting import reply_context, reply_to
@@ -135,18 +135,31 @@ def run_replay(settings: Settings, messages: list[dict[str, Any]], arm: str) -> 
     context = reply_context(
         session.deps, {"plan": arm, "reply": arm, "rewrite": "rules", "merge_profile": "rules"}
     )
-    timer = NodeTimer(REPLY_NODES)
+    timer, meter = NodeTimer(REPLY_NODES), PrefixMeter(("plan", "reply"))
     outs = []
     for raw in messages:
         try:
-            outs.append(reply_to(graph, session.deps, raw, context, callbacks=[timer]))
+            outs.append(reply_to(graph, session.deps, raw, context, callbacks=[timer, meter]))
         except InputError:  # the demo chat's deliberately bad line
             continue
         session.worker.drain()
         r = outs[-1]
         said = (r.get("reply") or "")[:60]
         console.print(f"  {arm} {r['message_id']}: {r['action']} {said}", markup=False)
-    return {"outs": outs, "ms": timer.ms}
+    return {"outs": outs, "ms": timer.ms, "prefix": meter}
+
+
+def again(message: dict[str, Any], k: int) -> dict[str, Any]:
+    """The demo chat's message in its ``k``-th replay: its own ids, an hour later per round."""
+    if k == 0:
+        return message
+    out = {**message, "message_id": f"{message.get('message_id')}-r{k}"}
+    if message.get("reply_to"):
+        out["reply_to"] = f"{message['reply_to']}-r{k}"
+    if isinstance(message.get("timestamp"), str):
+        when = datetime.fromisoformat(message["timestamp"])
+        out["timestamp"] = (when + timedelta(hours=k)).isoformat()
+    return out
 
 
 def lat(ms: list[float]) -> str:
@@ -165,9 +178,8 @@ def memory_table(results: dict[str, dict[str, Any]]) -> Table:
             for o in outs
             if o.get("profile")
         )
-        degraded = [o for o in outs if o.get("status") == "degraded"]
         rules_kept = sum(
-            1 for o in degraded if "stored the rules rewrite" in " ".join(o.get("reasons", []))
+            1 for o in outs if "stored the rules rewrite" in " ".join(o.get("notes", []))
         )
         usage = [o.get("usage", {}) for o in outs]
         first = sum(1 for o in outs if o.get("status") == "stored" and o.get("attempts") == 1)
@@ -175,7 +187,7 @@ def memory_table(results: dict[str, dict[str, Any]]) -> Table:
         rows["gate pass (stored clean)"].append(f"{status['stored'] / n:.0%} ({status['stored']})")
         rows["  on the first attempt"].append(f"{first / n:.0%} ({first})")
         rows["degraded"].append(f"{status['degraded'] / n:.0%} ({status['degraded']})")
-        rows["  of which the rules rewrite was stored"].append(str(rules_kept))
+        rows["the rules rewrite stood in (stored, passing)"].append(str(rules_kept))
         rows["failed"].append(str(status["failed"]))
         rows["profile merges parsed"].append(
             f"{merged['parsed']}/{sum(merged.values())}" if merged else "–"
@@ -221,6 +233,15 @@ def reply_table(results: dict[str, dict[str, Any]]) -> Table:
         )
         for node in REPLY_NODES:
             rows[f"{node} s p50 / p95"].append(lat(r["ms"].get(node, [])))
+        meter: PrefixMeter = r["prefix"]
+        for node in ("plan", "reply"):
+            shares, same = meter.shares.get(node, []), meter.same_system.get(node, [])
+            rows[f"{node}: identical prefix of the chat's previous request, p50 / min"].append(
+                f"{pct(shares, 50):.0%} / {min(shares):.0%} ({len(shares)})" if shares else "–"
+            )
+            rows[f"{node}: system message unchanged"].append(
+                f"{sum(same)}/{len(same)}" if same else "–"
+            )
     for name, values in rows.items():
         table.add_row(name, *values)
     return table
@@ -232,23 +253,29 @@ def main() -> None:
     parser.add_argument("--url", help="an OpenAI-compatible base URL (default: make model's)")
     parser.add_argument("--model", default=localmodel.MODEL_NAME)
     parser.add_argument("--messages", type=int, default=15, help="of the demo chat")
+    parser.add_argument("--replies-only", action="store_true", help="no memory jobs")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="replay the demo chat this many times, an hour apart")  # fmt: skip
     args = parser.parse_args()
     console.print(f"machine: {machine()}")
     chinese = (args.jobs * 2) // 3
     jobs = memorybank_jobs(chinese) + locomo_jobs(args.jobs - chinese)
     chat = resources.files("groupmind.demo_data").joinpath("chat.jsonl").read_text("utf-8")
-    messages = [json.loads(line) for line in chat.splitlines() if line.strip()][: args.messages]
+    once = [json.loads(line) for line in chat.splitlines() if line.strip()][: args.messages]
+    messages = [again(m, k) for k in range(args.rounds) for m in once]
     work = Path(tempfile.mkdtemp(prefix="bench-model-"))
     started = datetime.now()
     with endpoint(args.url) as url:
         console.print(f"model: {args.model} at {url}")
         memory, replies = {}, {}
         for arm in ("rules", "llm"):
-            settings = settings_for(work / f"memory-{arm}", url, args.model)
-            memory[arm] = run_memory(settings, jobs, arm)
+            if not args.replies_only:
+                settings = settings_for(work / f"memory-{arm}", url, args.model)
+                memory[arm] = run_memory(settings, jobs, arm)
             settings = settings_for(work / f"reply-{arm}", url, args.model)
             replies[arm] = run_replay(settings, messages, arm)
-    console.print(memory_table(memory))
+    if memory:
+        console.print(memory_table(memory))
     console.print(reply_table(replies))
     console.print(f"took {(datetime.now() - started).total_seconds() / 60:.1f} min")
     shutil.rmtree(work, ignore_errors=True)
