@@ -22,6 +22,7 @@ class Limits:
     default_persona: str = DEFAULT_PERSONA  # who serves a chat nothing else names
     bot_id: str = "bot"  # the deployment's own bot
     bot_name: str = "小助手"  # what a persona the personas file lacks is called
+    bot_name_en: str = "the assistant"  # ... in a chat that speaks another script
     profile_sharing: Sharing = "chat"  # what one chat sees of what another learned
     max_gate_attempts: int = 2  # rewrites before the least bad is stored degraded
 

@@ -103,6 +103,12 @@ class Settings(BaseSettings):
         description="what memories and prompts call a persona the personas file does not "
         "configure (never its id)",
     )
+    bot_name_en: str = Field(
+        default=DEFAULTS.bot_name_en,
+        min_length=1,
+        max_length=64,
+        description="the same, in a chat that does not write Chinese",
+    )
     default_platform: str = Field(
         default=DEFAULTS.default_platform,
         min_length=1,
@@ -296,6 +302,7 @@ class Settings(BaseSettings):
         return Limits(
             tz=self.tz, default_platform=self.default_platform,
             max_text_chars=self.max_text_chars, bot_id=self.bot_id, bot_name=self.bot_name,
+            bot_name_en=self.bot_name_en,
             profile_sharing=self.profile_sharing, max_gate_attempts=self.max_gate_attempts,
         )  # fmt: skip
 

@@ -261,6 +261,7 @@ def tenant_deps(
         "stickers": shared.stickers,
         "bot_id": bot,
         "bot_name": settings.bot_name,
+        "bot_name_en": settings.bot_name_en,
         "platforms": frozenset(key.platforms) if key and key.platforms else None,
         "default_persona": key.persona if key else None,
         "rank": settings.rank,

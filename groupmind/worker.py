@@ -89,6 +89,8 @@ class Outcome:
     profile: str = ""
     offending: list[str] | None = None  # the relative words the gate found last
     reasons: list[str] | None = None  # why the gate did not pass the stored text
+    written_by: str | None = None  # what wrote the stored text (a variant, or "raw")
+    notes: list[str] | None = None  # how it came to be stored (a fallback)
     usage: dict[str, Any] | None = None  # model tokens (and cost) per node and in all
     variants: dict[str, str] | None = None  # the variant that ran in each slot
     error: str | None = None
@@ -424,6 +426,8 @@ class MemoryWorker:
             profile=out.get("profile", ""),
             offending=out.get("offending") or None,
             reasons=out.get("reasons") or None,
+            written_by=out.get("written_by") or None,
+            notes=out.get("notes") or None,
             usage=out.get("usage") or None,
             variants=out.get("variants") or None,
         )

@@ -32,6 +32,7 @@ from stores.base import (
     Said,
     Stickers,
 )
+from stores.script import has_cjk
 
 T = TypeVar("T")
 log = logging.getLogger("groupmind")
@@ -129,6 +130,7 @@ class Deps:
     # the persona it speaks as where a chat has none chosen (None: the personas file's).
     bot_id: str = DEFAULTS.bot_id
     bot_name: str = DEFAULTS.bot_name  # the display name of a persona the personas file lacks
+    bot_name_en: str = DEFAULTS.bot_name_en  # ... in a chat that does not write Chinese
     platforms: frozenset[str] | None = None
     default_persona: str | None = None
     rank: RankSettings = field(default_factory=RankSettings)
@@ -163,6 +165,7 @@ class Deps:
         return Limits(
             tz=self.tz, default_platform=self.default_platform,
             max_text_chars=self.max_text_chars, bot_id=self.bot_id, bot_name=self.bot_name,
+            bot_name_en=self.bot_name_en,
             default_persona=self.default_persona or DEFAULT_PERSONA,
             profile_sharing=self.profile_sharing, max_gate_attempts=self.max_gate_attempts,
         )  # fmt: skip
@@ -178,12 +181,15 @@ class Deps:
         scope = ChatScope(platform=platform, chat_type=chat_type, chat_id=chat_id)  # type: ignore[arg-type]
         return self.personas.persona_for(scope, self.default_persona)
 
-    def persona_name(self, persona_id: str) -> str:
+    def persona_name(self, persona_id: str, said: str = "") -> str:
         """The display name; an unconfigured persona is served under the bot's name
-        (settings ``bot_name``; one warning), never under its id."""
+        (settings ``bot_name``, or ``bot_name_en`` when what is ``said`` in the chat is not
+        Chinese; one warning), never under its id."""
         persona = self.personas.get_persona(persona_id)
         if persona is not None:
             return persona.name
+        if said and not has_cjk(said):
+            return self.bot_name_en
         if persona_id not in _WARNED:
             _WARNED.add(persona_id)
             log.warning(

@@ -246,7 +246,9 @@ class MemoryState(MemoryJobInput, total=False):
     offending: list[str]  # the relative words the gate found in the latest rewrite
     reasons: list[str]  # everything the gate held against it ([] = passed)
     tried: Annotated[list[dict[str, Any]], operator.add]  # every rewrite judged, this run
-    degraded: bool
+    degraded: bool  # the stored text itself fails the gate (its reasons say why)
+    written_by: str  # what wrote the stored text: a rewrite variant ("llm", "rules"), "raw"
+    notes: list[str]  # how it came to be stored (a fallback, and what it stood in for)
     status: Literal["stored", "degraded"]
     profile: str  # what merge_profile did: "updated", "duplicate", "skipped: <why>"
     usage: Annotated[dict[str, Any], add_usage]  # model tokens (and cost) per node and in all
@@ -256,6 +258,8 @@ class MemoryOutput(TypedDict, total=False):
     request_id: str
     status: Literal["stored", "degraded"]
     text: str
+    written_by: str
+    notes: list[str]
     attempts: int
     offending: list[str]
     reasons: list[str]

@@ -78,6 +78,8 @@ class IntakeWrites(TypedDict, total=False):
     tried: list[dict[str, Any]]
     usage: Usage
     degraded: bool
+    written_by: str
+    notes: list[str]
     profile: str
 
 
@@ -93,6 +95,8 @@ class QualityGateWrites(TypedDict, total=False):
     tried: list[dict[str, Any]]
     degraded: bool
     text: str
+    written_by: str
+    notes: list[str]
 
 
 class EmbedWrites(TypedDict, total=False):

@@ -73,7 +73,7 @@ def to_event(record: Any, target: Target, deps: Deps, file_time: float) -> Event
         raise InputError("summary", "missing or empty")
     when = _when(record, file_time, deps)
     scope, user_id, user_name, chat_name = _scope(record, target)
-    persona = deps.persona_name(target.persona_id)
+    persona = deps.persona_name(target.persona_id, summary)
     place = chat_name or (f"群{scope.chat_id}" if scope.chat_type == "group" else "")
     scene = Scene(
         when=when,
@@ -83,6 +83,7 @@ def to_event(record: Any, target: Target, deps: Deps, file_time: float) -> Event
         place_en=place or f"the private chat with {user_name}",
         names=tuple(n for n in (persona, user_name, chat_name) if n),
         others=(user_name,) if user_name else (),
+        here_of=user_name or place,  # the bot has no place: its company's, or the chat
     )
     text = absolutize(summary, scene)
     raw = json.dumps([scope.key, target.persona_id, when.isoformat(), summary], ensure_ascii=False)

@@ -63,6 +63,9 @@ class Scene:
     names: tuple[str, ...] = field(default_factory=tuple)  # names known in the chat
     others: tuple[str, ...] = ()  # the conversation's other speakers, newest first
     earlier: tuple[str, ...] = ()  # the recent messages' texts, newest first
+    # whose "here" 这里 is when the chat is not meant: the speaker's, but a bot has no
+    # place: in the bot's own notes it is the place of the person it talks with
+    here_of: str = ""
 
 
 def people_in(text: str, known: Iterable[str]) -> list[tuple[int, str]]:
@@ -201,7 +204,7 @@ def zh_place(text: str, start: int, end: int, scene: Scene) -> str:
     if _after_person(text[:start], scene):
         return ""  # 我这边没问题 -> 小明没问题: the person is the place
     if word in ZH_HERE:
-        return f"{scene.speaker}所在的地方"
+        return f"{scene.here_of or scene.speaker}所在的地方"
     return last_place_zh(text[:start], scene) or f"{scene.speaker}提到的地方"
 
 
@@ -217,6 +220,6 @@ def en_place(text: str, start: int, word: str, scene: Scene) -> str:
     if word.lower() == "here":
         if EN_CHAT_MEANT.search(text[:start]):
             return f"in {scene.place_en}"
-        return f"where {scene.speaker} is"
+        return f"where {scene.here_of or scene.speaker} is"
     place = last_place_en(text[:start], scene)
     return f"in {place}" if place else f"at the place {scene.speaker} mentioned"

@@ -28,7 +28,7 @@ def intake(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
     job = validate_job(raw, deps)
     return {
         "job": job,
-        "persona_name": deps.persona_name(job.persona_id),
+        "persona_name": deps.persona_name(job.persona_id, job.new_info or job.action_summary),
         "text": "",
         "attempts": 0,
         "offending": [],
@@ -36,6 +36,8 @@ def intake(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
         "tried": Overwrite([]),
         "usage": Overwrite({}),
         "degraded": False,
+        "written_by": "",
+        "notes": [],
         "profile": "",
     }
 

@@ -2,10 +2,12 @@
 not prose, relative words left, a name dropped, most of the content lost.
 
 Pass -> embed. Fail -> back to rewrite with the reasons, until
-``Context.max_gate_attempts`` rewrites were made; then the least bad text is stored,
-flagged ``degraded``, with the gate's reasons: the least bad attempt, the offline rules
-rewrite (when a model's attempts all failed, it may do better than they did), or the
-job's raw text.
+``Context.max_gate_attempts`` rewrites were made; then the least bad text is stored: the
+least bad attempt, the offline rules rewrite (when a model's attempts all failed, it may
+do better than they did), or the job's raw text. A status says what was stored, not how
+hard it was: a fallback that passes the gate is stored as passing (``written_by`` the
+rules, ``notes`` saying what it stood in for); ``degraded`` means the stored text itself
+still fails, and its ``reasons`` say why.
 """
 
 from __future__ import annotations
@@ -39,26 +41,32 @@ def quality_gate(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]
         "relative": verdict.relative,
         "penalty": verdict.penalty,
     }
+    variant = (state.get("variants") or {}).get("rewrite", "rules")
     out: dict[str, Any] = {
         "offending": verdict.relative,
         "reasons": verdict.reasons,
         "tried": [tried],
+        "written_by": variant,
+        "notes": [],
     }
     if verdict.passed:
         return out
     if state.get("attempts", 0) < (ctx.max_gate_attempts or deps.max_gate_attempts):
         return out
     offline = rewrite_rules(state, ctx, deps)["text"]
-    candidates = [*state.get("tried", []), tried]
-    for fallback in (offline, job.raw_text):  # after the attempts: ties go to an attempt
+    candidates = [{**t, "by": variant} for t in [*state.get("tried", []), tried]]
+    for by, fallback in (("rules", offline), ("raw", job.raw_text)):  # ties go to an attempt
         v = judge(fallback, job, persona, names)
-        candidates.append(
-            {"text": fallback, "reasons": v.reasons, "relative": v.relative, "penalty": v.penalty}
-        )
+        candidates.append({"text": fallback, "reasons": v.reasons, "relative": v.relative,
+                           "penalty": v.penalty, "by": by})  # fmt: skip
     best = min(candidates, key=lambda t: t["penalty"])  # the earliest of the least bad
-    if not best["reasons"]:  # only the rules rewrite passed: say why it was not the model's
-        best = {**best, "reasons": [f"the rewrites failed ({'; '.join(verdict.reasons)}): "
-                                    "stored the rules rewrite"]}  # fmt: skip
+    stood_in = f"the {variant} rewrites failed ({'; '.join(verdict.reasons)})"
+    if not best["reasons"]:  # a fallback passed: stored as passing, saying what it replaced
+        log.info("memory job %s: %s; the %s text passed and is stored", job.request_id,
+                 stood_in, best["by"])  # fmt: skip
+        note = f"{stood_in}: stored the {best['by']} rewrite"
+        return {**out, "text": best["text"], "reasons": [], "offending": [],
+                "written_by": best["by"], "notes": [note]}  # fmt: skip
     log.warning(
         "memory job %s: no rewrite passed after %d attempts (%s); storing the least bad, degraded",
         job.request_id,
@@ -66,7 +74,7 @@ def quality_gate(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]
         "; ".join(best["reasons"]),
     )
     return {**out, "degraded": True, "text": best["text"], "reasons": best["reasons"],
-            "offending": best["relative"]}  # fmt: skip
+            "offending": best["relative"], "written_by": best["by"]}  # fmt: skip
 
 
 def route_after_gate(state: MemoryState) -> Literal["rewrite", "embed"]:

@@ -127,13 +127,15 @@ def rules_parts(job: MemoryJob, persona: str) -> tuple[str, str]:
         names=names,
         others=tuple(dict.fromkeys(n for n in (job.user_name, *speakers) if n != persona)),
         earlier=tuple(m.content for m in recent),
+        here_of=job.user_name,  # the bot's notes: "here" is the user's place
     )
     action = absolutize(job.action_summary, scene)
     if job.new_info_by == "user":
         others = tuple(n for n in speakers if n not in (job.user_name, persona))
         scene = replace(
-            scene, speaker=job.user_name, addressee=addressee(job, persona), others=others
-        )
+            scene, speaker=job.user_name, addressee=addressee(job, persona), others=others,
+            here_of="",
+        )  # fmt: skip
     info = absolutize(job.new_info, scene)
     return action, info
 

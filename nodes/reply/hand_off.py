@@ -161,6 +161,7 @@ def _store_reply(deps: ReplyDeps, msg: ChatMessage, text: str, persona_id: str) 
     store = deps.messages
     when = datetime.fromtimestamp(msg.when.timestamp() + 0.001, msg.when.tzinfo)
     reply_id = f"{msg.message_id}#reply"
+    name = deps.persona_name(persona_id, msg.content)
     store.add(
         StoredMessage(
             stream=msg.stream,
@@ -169,7 +170,7 @@ def _store_reply(deps: ReplyDeps, msg: ChatMessage, text: str, persona_id: str) 
             chat_type=msg.chat_type,
             chat_id=msg.scope_chat_id,
             user_id=deps.bot_id,
-            user_name=deps.persona_name(persona_id),
+            user_name=name,
             content=text,
             timestamp=when.timestamp(),
             reply_to=msg.message_id,
@@ -180,7 +181,7 @@ def _store_reply(deps: ReplyDeps, msg: ChatMessage, text: str, persona_id: str) 
     return PendingMessage(
         message_id=reply_id,
         user_id=deps.bot_id,
-        user_name=deps.persona_name(persona_id),
+        user_name=name,
         content=text,
         timestamp=when.isoformat(),
         from_bot=True,

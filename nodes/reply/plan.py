@@ -160,7 +160,7 @@ def plan_rules(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, An
 
 def render_plan_messages(state: ReplyState, deps: ReplyDeps) -> list[BaseMessage]:
     msg = current_message(state)
-    persona = deps.persona_name(state.get("persona_id", msg.persona_id))
+    persona = deps.persona_name(state.get("persona_id", msg.persona_id), msg.content)
     if state.get("addressed") or state.get("reply_to_bot"):
         addressed = f"最新消息是对你（{persona}）说的：@了你、叫了你的名字、私聊你，或回复了你。"
     else:

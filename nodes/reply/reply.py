@@ -57,7 +57,7 @@ def build_messages(deps: ReplyDeps, state: ReplyState, msg: ChatMessage) -> list
     the relationship and memory blocks, the ranked context, the latest message."""
     persona_id = state.get("persona_id", msg.persona_id)
     persona = deps.personas.get_persona(persona_id)
-    name = deps.persona_name(persona_id)
+    name = deps.persona_name(persona_id, msg.content)
     system = "\n\n".join(
         (
             persona.system_prompt if persona and persona.system_prompt else DEFAULT_SYSTEM,

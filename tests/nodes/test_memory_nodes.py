@@ -83,10 +83,11 @@ def test_quality_gate_passes_loops_and_degrades(deps: Deps) -> None:
     assert "drops the name 小明、小助手" in again["reasons"]
     assert route_after_gate({**base, **again}) == "rewrite"  # type: ignore[typeddict-item]
     done = quality_gate({**base, **again, "attempts": 2}, Context(), deps)  # type: ignore[arg-type]
-    # the model's attempts failed; the offline rules rewrite passes, so it is stored
+    # the model's attempts failed; the offline rules rewrite passes: stored as passing,
+    # saying it stood in
     rules = rewrite_rules(base, Context(), deps)["text"]  # type: ignore[arg-type]
-    assert done["degraded"] is True and done["text"] == rules
-    assert done["reasons"][0].endswith("stored the rules rewrite")
+    assert done.get("degraded") is not True and done["text"] == rules and done["reasons"] == []
+    assert done["written_by"] == "rules" and done["notes"][0].endswith("stored the rules rewrite")
     assert route_after_gate({**base, **done}) == "embed"  # type: ignore[typeddict-item]
 
 
@@ -316,3 +317,28 @@ def test_the_stored_event_carries_its_importance(deps: Deps) -> None:
     embed(state, Context(), deps)  # type: ignore[arg-type]
     (stored,) = deps.events.get([state["request_id"]])
     assert stored.importance == 1.0
+
+
+def test_here_in_the_bots_own_notes_is_the_users_place(deps: Deps) -> None:
+    """A bot has no place: "这边" in a note the bot wrote (我 = the bot, 你 = the user) is
+    where the user is, or the chat when the chat is meant; in the user's words, theirs."""
+    note = state_for(deps, user_name="小林", action_summary="", new_info_by="bot",
+                     new_info="你说这边的咖啡店都太贵")  # fmt: skip
+    text = rewrite_rules(note, Context(), deps)["text"]  # type: ignore[arg-type]
+    assert "小林所在的地方" in text and "小助手所在的地方" not in text
+    chat = state_for(deps, user_name="小林", action_summary="", new_info_by="bot",
+                     new_info="你问这边有人会修自行车吗")  # fmt: skip
+    assert "技术交流群" in rewrite_rules(chat, Context(), deps)["text"]  # type: ignore[arg-type]
+    own = state_for(deps, user_name="小林", action_summary="", new_info="我这边下雪了")
+    assert "小助手" not in rewrite_rules(own, Context(), deps)["text"]  # type: ignore[arg-type]
+    english = state_for(deps, user_name="Lin", action_summary="", new_info_by="bot",
+                        new_info="You said the coffee here is too expensive")  # fmt: skip
+    said = rewrite_rules(english, Context(), deps)["text"]  # type: ignore[arg-type]
+    assert "where Lin is" in said and "小助手" not in said
+
+
+def test_an_unconfigured_persona_is_named_in_the_chats_language(deps: Deps) -> None:
+    assert state_for(deps)["persona_name"] == deps.bot_name == "小助手"
+    english = state_for(deps, action_summary="", new_info="I moved to Berlin last week")
+    assert english["persona_name"] == deps.bot_name_en
+    assert deps.persona_names("default") == [deps.bot_name]  # its id is no name either
