@@ -16,6 +16,7 @@ answers the stored text lost.
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import logging
 import math
@@ -121,6 +122,25 @@ class RawTurns:
         return sorted(ids, key=lambda i: -float(self.vectors[i] @ q))[:k]
 
 
+def lift_arms(session: Session) -> dict[str, Any]:
+    """The same store with its people and span lift off, and lifting as before stop 54
+    (every memory of any person named, as if ranked first)."""
+    store: Any = session.deps.events
+    built: Fusion = store.fusion
+    off = built.model_copy(update={
+        "zh": built.zh.model_copy(update={"person": 0.0}),
+        "other": built.other.model_copy(update={"person": 0.0}),
+    })  # fmt: skip
+    arms = {"groupmind, lift off": off, "groupmind, flat lift (stop 53)": built.model_copy(
+        update={"lift": "flat"})}  # fmt: skip
+    out = {}
+    for arm, fusion in arms.items():
+        twin = copy.copy(store)
+        twin.fusion = fusion
+        out[arm] = twin
+    return out
+
+
 def retrieval(
     mset: MemorySet,
     session: Session,
@@ -135,6 +155,7 @@ def retrieval(
     misses: list[dict[str, Any]] = []
     asked = asked_after(mset.jobs)
     others = mem0.ranked() if mem0 is not None else {}
+    lifts = lift_arms(session)
     for n, q in enumerate(mset.questions):
         query = EventQuery.asked(
             q.text,
@@ -152,6 +173,7 @@ def retrieval(
         latencies.append((time.perf_counter() - t0) * 1000)
         runs = {
             "groupmind": ranked,
+            **{arm: [h.event.id for h in store.search(query)] for arm, store in lifts.items()},
             "BM25 raw turns": raw.bm25(q.chat_id, q.text, max(KS)),
             "dense raw turns": raw.dense(q.chat_id, q.text, max(KS)),
             "LangGraph store, whole chat": peer.chat(q, max(KS)),

@@ -7,7 +7,9 @@
   their names (DialogRE's ``per:alternate_names``; the one the dialogue uses most). From
   each relation fact about a person we ask a templated question ("乔伊是做什么的？");
   evidence: the turns holding the answer and the relation's trigger (or, without a
-  trigger, the answer and the person). Profile gold: the facts whose relation maps to a
+  trigger, the answer and the person). Where both sides of a relation are people of the
+  dialogue, it is also asked naming both ("瑞秋和罗斯是什么关系？", category
+  "between two people"), by a third person of the dialogue. Profile gold: the facts whose relation maps to a
   profile slot, "self" when the person says the answer themselves, "others" when only
   others do.
 - ``statements``: DuLeMon's persona entries (189 first-person statements: 我是巨蟹座,
@@ -164,6 +166,26 @@ QUESTIONS = {
     "per:acquaintance": "{x}认识谁？",
 }
 # Per-relation tables are long and thin (1-17 questions each): reported in three groups.
+# A relation between two people, asked naming both (a question about two members of a
+# group: how they get along, what they are to each other). Made here from DialogRE's
+# relation facts whose two sides are both people named in the dialogue.
+PAIR_QUESTIONS = {
+    "per:girl/boyfriend": "{x}和{y}是什么关系？",
+    "per:spouse": "{x}和{y}是什么关系？",
+    "per:siblings": "{x}和{y}是什么关系？",
+    "per:parents": "{x}和{y}是什么关系？",
+    "per:children": "{x}和{y}是什么关系？",
+    "per:other_family": "{x}和{y}是亲戚吗？",
+    "per:roommate": "{x}和{y}住在一起吗？",
+    "per:friends": "{x}和{y}关系怎么样？",
+    "per:neighbor": "{x}和{y}是邻居吗？",
+    "per:boss": "{x}和{y}谁管谁？",
+    "per:subordinate": "{x}和{y}谁管谁？",
+    "per:dates": "{x}和{y}约会过吗？",
+    "per:positive_impression": "{x}觉得{y}怎么样？",
+    "per:negative_impression": "{x}和{y}是不是闹矛盾了？",
+}
+PAIRS = "between two people"
 GROUPS = {
     "facts": ("title", "age", "pet", "works"),
     "places and organisations": ("place_of_residence", "origin", "visited_place",
@@ -234,6 +256,24 @@ def dialogre_set(path: Path, limit: int | None) -> MemorySet:
                     # an answer holding a pronoun (我的朋友) is rewritten by design
                     if y in out.raw[rid].partition(": ")[2] and not find_relative(y):
                         out.kept.setdefault(rid, set()).add(y)
+                pair = (x, y, rel)
+                if (
+                    rel in PAIR_QUESTIONS
+                    and gold
+                    and pair not in seen
+                    and len(gold) <= 5
+                    and x != y
+                    and y in names.values()
+                    and x in names.values()
+                ):
+                    seen.add(pair)
+                    asker = next((s for _, s, _ in said if names.get(s) not in (x, y)), None)
+                    if asker is not None:
+                        out.questions.append(Question(
+                            PAIR_QUESTIONS[rel].format(x=x, y=y), chat,
+                            f"{chat}-{asker.split()[1]}", names.get(asker, asker),
+                            frozenset(gold), PAIRS,
+                        ))  # fmt: skip
                 if rel in QUESTIONS and gold and (x, rel) not in seen and len(gold) <= 5:
                     seen.add((x, rel))
                     uid = f"{chat}-{f['x'].split()[1]}" if f["x"].startswith("Speaker ") else ""

@@ -131,6 +131,19 @@ class EventRecord:
     context: str = ""
     context_user_id: str = ""  # who said it (forgetting them blanks it here too)
     importance: float = 0.5  # 0-1, from its words: how slowly it fades (stores/decay.py)
+    # What its vector is made of, when not its text: the words as they were said, under
+    # the speaker's name (never stored: a rewrite can misplace a 他 or a date that the
+    # words themselves hold right, and e5 reads "name: words" best)
+    key: str = field(default="", compare=False)
+
+    def passage(self) -> str:
+        """What its vector is made of: its key, else the text under the name of who said
+        it when the text does not say (the keyword side reads the name: ``index_text``)."""
+        if self.key:
+            return self.key
+        if not self.user_name or self.user_name in self.text:
+            return self.text
+        return f"{self.user_name}：{self.text}"
 
     def metadata(self) -> dict[str, Any]:
         return {

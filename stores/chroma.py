@@ -278,7 +278,7 @@ class ChromaEventVectors:
     ) -> None:
         """``vectors``: the events' embeddings, when the caller has them (else embedded)."""
         if vectors is None:
-            vectors = self.embeddings.embed_documents([e.text for e in events])
+            vectors = self.embeddings.embed_documents([e.passage() for e in events])
         for shard, at in self._by_shard(events).items():
             chosen = [events[i] for i in at]
             self._shard(shard)._collection.upsert(

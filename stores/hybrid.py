@@ -262,7 +262,7 @@ class HybridEventStore:
             deferred[1].extend(events)
             return
         if vectors is None:
-            vectors = self.vector.embed_documents([e.text for e in events])
+            vectors = self.vector.embed_documents([e.passage() for e in events])
         self.vector.upsert_many(events, vectors)
         self.lexical.upsert_many(events, vectors)
 
@@ -286,7 +286,15 @@ class HybridEventStore:
         known = (self.lexical.known_people(query) if w.person else None) or People()
         guess = focus_of(query.text, known.names, query.asker_id if w.person else None,
                          query.asker_name)  # fmt: skip
-        return known, guess
+        return known, self._stepping_aside(guess, query)
+
+    def _stepping_aside(self, focus: Focus, query: EventQuery) -> Focus:
+        """No lift for a question naming more people than ``Fusion.most_people``: it asks
+        what passed between them, and their names are words to find it by."""
+        most = self.fusion.most_people
+        if most and len(focus.user_ids) > most:
+            return Focus(lexical_text=query.text, dense_text=query.text)
+        return focus
 
     def search(self, query: EventQuery) -> list[EventHit]:
         wide = replace(query, top_k=max(self.depth, query.top_k))
@@ -302,6 +310,7 @@ class HybridEventStore:
             people = self.lexical.scope_people(query, members)
             if people is not known:
                 focus = focus_of(query.text, people.names, query.asker_id, query.asker_name)
+                focus = self._stepping_aside(focus, query)
         if focus.dense_text != guess.dense_text:
             embedding = self._embedded.get(focus.dense_text)
         lexical = self._pool.submit(
@@ -346,20 +355,27 @@ class HybridEventStore:
         about: tuple[float, float] | None,
         w: Weights,
     ) -> None:
-        """The question's people and span, as if each ranked a memory first once more."""
-        top = 1 / (self.fusion.rrf_k + 1)
+        """The question's people and span, as two more sides: the memories of the people
+        and those from the span, each side ranking its memories as the fused sides did
+        (``ranked``), or lifting each as if it ranked first (``flat``)."""
+        k = self.fusion.rrf_k
         # a person's lift is worth what their name narrows: (1 - their share)
         share = max((people.share.get(u, 0.0) for u in focus.user_ids), default=0.0)
         person = w.person * (1 - self.fusion.share * share) if focus.user_ids else 0.0
         start, end = about or (0.0, 0.0)
-        for event_id in fused:
+        order = sorted(fused, key=lambda i: (-fused[i], i))  # as the other sides ranked them
+        ranked = self.fusion.lift == "ranked"
+        theirs = spanned = 0
+        for event_id in order:
             event = records.get(event_id)
             if event is None:
                 continue
             if person and focus.about(event.user_id, event.text):
-                fused[event_id] += person * top
+                fused[event_id] += person / (k + (theirs if ranked else 0) + 1)
+                theirs += 1
             if w.time and start <= event.timestamp < end:
-                fused[event_id] += w.time * top
+                fused[event_id] += w.time / (k + (spanned if ranked else 0) + 1)
+                spanned += 1
 
     def _fade(self, ranked: list[tuple[str, float]], now: float | None) -> list[tuple[str, float]]:
         """The best few again, each lifted by ``weight × retention`` first ranks: between

@@ -30,6 +30,7 @@ class Focus:
     dense_text: str = ""
 
     def about(self, user_id: str, text: str) -> bool:
+        """A memory of one of them, or naming one."""
         return user_id in self.user_ids or any(n in text for n in self.names)
 
 

