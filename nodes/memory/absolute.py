@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import date, datetime, timedelta
 
 from nodes.memory.coref import Scene, en_place, zh_place, zh_pronoun_edits
+from nodes.memory.coref_en import en_third_edits
 from nodes.memory.lexicon import (
     EN_FIRST,
     EN_FIRST_PLURAL,
@@ -25,6 +27,7 @@ from nodes.memory.lexicon import (
     en_places,
     protected_spans,
 )
+from stores.people import name_forms
 from stores.text import has_cjk
 from stores.when import (
     EN_DAY_OFFSET,
@@ -183,8 +186,30 @@ def _en_pronoun(word: str, scene: Scene) -> str:
     return scene.addressee + {"re": " is", "ve": " has", "d": " would", "ll": " will"}.get(tail, "")
 
 
+# A name called out at the start ("瑞秋，你…", "Rachel, you…") is whom 你 / you means there.
+VOCATIVE = re.compile(
+    r"^[\s\"'“”「]*(?:(?:嘿|嗨|喂|哦|噢|哎|hey|hi|oh)[\s,，!！]*)?([^\s,，!！:：。？?]{2,16})[,，!！]",
+    re.IGNORECASE,
+)
+
+
+def called(text: str, scene: Scene) -> str | None:
+    """The known person a text opens by calling to (by their name or a part of it: 瑞秋
+    for 瑞秋·格林), if any, never the speaker."""
+    m = VOCATIVE.match(text)
+    if m is None:
+        return None
+    word = m.group(1)
+    for name in scene.names:
+        if name and name != scene.speaker and word in name_forms(name):
+            return name
+    return None
+
+
 def absolutize(text: str, scene: Scene) -> str:
     """Replace every relative word the rules can resolve; leave the rest as written."""
+    if (who := called(text, scene)) is not None:
+        scene = replace(scene, addressee=who)
     spans = protected_spans(text, scene.names)
     edits: list[tuple[int, int, str, bool]] = []  # start, end, replacement, is a phrase
 
@@ -204,6 +229,8 @@ def absolutize(text: str, scene: Scene) -> str:
         add(m.start(), m.end(), en_place(text, m.start(), m.group(0), scene), True)
     for pattern in (EN_FIRST, EN_FIRST_PLURAL, EN_SECOND):
         each(pattern, lambda w: _en_pronoun(w, scene))
+    for start, end, replacement in en_third_edits(text, scene):
+        add(start, end, replacement)
     if has_cjk(text):
         for start, end, replacement in zh_pronoun_edits(text, scene):
             add(start, end, replacement)

@@ -63,6 +63,7 @@ class Scene:
     names: tuple[str, ...] = field(default_factory=tuple)  # names known in the chat
     others: tuple[str, ...] = ()  # the conversation's other speakers, newest first
     earlier: tuple[str, ...] = ()  # the recent messages' texts, newest first
+    earlier_by: tuple[str, ...] = ()  # who said each of them
     # whose "here" 这里 is when the chat is not meant: the speaker's, but a bot has no
     # place: in the bot's own notes it is the place of the person it talks with
     here_of: str = ""

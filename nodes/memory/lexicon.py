@@ -97,7 +97,7 @@ def en_places(text: str) -> Iterator[re.Match[str]]:
         yield m
 
 
-EN_FIRST = re.compile(r"\b(?:I(?:['’](?:m|ve|d|ll))?|i|me|my|mine|myself)\b")
+EN_FIRST = re.compile(r"\b(?:I(?:['’](?:m|ve|d|ll))?|i|[Mm]e|[Mm]y|[Mm]ine|[Mm]yself)\b")
 EN_FIRST_PLURAL = re.compile(
     r"\b(?:we(?:['’](?:re|ve|d|ll))?|us|our|ours|ourselves)\b", re.IGNORECASE
 )
@@ -105,10 +105,31 @@ EN_SECOND = re.compile(
     r"\b(?:you(?:['’](?:re|ve|d|ll))?|your|yours|yourself|yourselves)\b", re.IGNORECASE
 )
 EN_THIRD = re.compile(
-    r"\b(?:he|she|him|her|his|hers|himself|herself|they|them|their|theirs|themselves)"
+    r"\b(?:he|she|him|her|his|hers|they|them|their|theirs)"
     r"(?:['’](?:s|re|ve|d|ll))?\b",
     re.IGNORECASE,
 )
+# "They" / "them" after a plural noun in the same text ("these books… find them", "Jacky
+# Cheung and G.E.M… their songs") are bound there: the memory itself says what they are.
+_EN_PLURAL_THING = re.compile(
+    r"\b(?:the|these|those|some|many|all|both|several|few|other|such|any|more|most|"
+    r"two|three|four|five|six|seven|eight|nine|ten|\d+)\s+(?:[a-z][\w-]*\s+){0,2}?"
+    r"[a-z][\w-]*[^s\W]s\b",
+    re.IGNORECASE,
+)
+# two named: "Jo and Ann" (I is no name)
+_EN_NAMES_AND = re.compile(r"\b(?!I\b)[A-Z][\w.'-]*,?\s+and\s+(?!I\b)[A-Z]")
+_EN_PLURAL_PRONOUN = re.compile(r"(?:they|them|their|theirs)\b", re.IGNORECASE)
+
+
+def bound_plural(text: str, start: int) -> bool:
+    """Whether the they / them / their at ``start`` follows a plural noun in ``text``."""
+    if not _EN_PLURAL_PRONOUN.match(text, start):
+        return False
+    before = text[:start]
+    return bool(_EN_PLURAL_THING.search(before) or _EN_NAMES_AND.search(before))
+
+
 _QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"|「[^」]*」|『[^』]*』|《[^》]*》|‘[^’]*’")
 
 
@@ -164,7 +185,8 @@ def find_relative(text: str, names: Iterable[str] = ()) -> list[Found]:
         add(m.start(), m.end(), "place")
     for pattern in (EN_FIRST, EN_FIRST_PLURAL, EN_SECOND, EN_THIRD):
         for m in pattern.finditer(text):
-            add(m.start(), m.end(), "pronoun")
+            if not bound_plural(text, m.start()):
+                add(m.start(), m.end(), "pronoun")
     if any("\u4e00" <= ch <= "\u9fff" for ch in text):
         for start, end, _ in zh_pronoun_tokens(text):
             add(start, end, "pronoun")

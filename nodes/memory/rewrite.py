@@ -127,6 +127,7 @@ def rules_parts(job: MemoryJob, persona: str) -> tuple[str, str]:
         names=names,
         others=tuple(dict.fromkeys(n for n in (job.user_name, *speakers) if n != persona)),
         earlier=tuple(m.content for m in recent),
+        earlier_by=tuple(m.user_name for m in recent),
         here_of=job.user_name,  # the bot's notes: "here" is the user's place
     )
     action = absolutize(job.action_summary, scene)

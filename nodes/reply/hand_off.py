@@ -31,6 +31,7 @@ from state.reply import (
     handled,
 )
 from stores.base import ContextUsage, StoredMessage, usage_id
+from stores.script import has_cjk
 
 log = logging.getLogger("groupmind.reply")
 MAX_RECENT = 10
@@ -95,7 +96,10 @@ def jobs_from_buffer(
 
 
 def reply_summary(user_name: str, said: str) -> str:
-    """The bot's action in the memory job of the person it answered."""
+    """The bot's action in the memory job of the person it answered, in the language of
+    its answer (an English memory is not written around a Chinese frame)."""
+    if not has_cjk(said):
+        return f"I replied to {user_name}: “{said}”"
     return f"我回复了{user_name}：“{said}”"
 
 

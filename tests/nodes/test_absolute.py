@@ -219,3 +219,58 @@ def test_a_few_days_ago_is_written_so_the_gate_passes_it() -> None:
     out = absolutize("前几天他告诉我", FRIENDS)
     assert out == "2026年11月16日前的几天钱德勒告诉艾米丽"
     assert find_relative(out, FRIENDS.names) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "earlier", "expected"),
+    [
+        # a relation the speaker owns: its gender says which pronoun it is
+        ("My brother came over and he fixed my sink", (),
+         "Caroline's brother came over and Caroline's brother fixed Caroline's sink"),
+        ("My sister and my dad visited; she loved the beach", (),
+         "Caroline's sister and Caroline's dad visited; Caroline's sister loved the beach"),
+        ("I met her yesterday at the park", ("My mom is in town",),
+         "Caroline met Jon's mom on 15 November 2026 at the park"),
+        ("Her book is out", ("Jenna wrote a novel",), "Jenna's book is out"),
+        ("They're coming for dinner", ("My kids finished school",),
+         "Jon's kids are coming for dinner"),
+        # two messages back: the people named there, else who said it
+        ("He said it was great", ("lol", "Jon went to the concert"), "Jon said it was great"),
+        ("I said he's right", ("I will bring the snacks",), "Caroline said Jon's right"),
+        # the speaker and the one spoken to are I and you, never he or she
+        ("She told me about it", ("Melanie, how was it?",), "She told Caroline about it"),
+        # reflexives are bound in their clause
+        ("My son hurt himself", (), "Caroline's son hurt himself"),
+    ],
+)  # fmt: skip
+def test_english_he_she_they_are_the_last_person_who_fits(
+    text: str, earlier: tuple[str, ...], expected: str
+) -> None:
+    scene = Scene(MONDAY, "Caroline", "Melanie", "群", "the group chat Tech",
+                  names=("Caroline", "Melanie", "Jon", "Jenna"), earlier=earlier,
+                  earlier_by=("Jon",) * len(earlier))  # fmt: skip
+    assert absolutize(text, scene) == expected
+    unresolved = [f.text for f in find_relative(expected, scene.names)]
+    assert unresolved == ([] if "She told" not in expected else ["She"])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "These books all sound great, and Emily will go find them to read.",
+        "Emily mixed the vinegar and the spring onions, then fried them.",
+        "Lucy would like to see Jacky Cheung and G.E.M because their songs are beautiful.",
+    ],
+)
+def test_they_after_a_plural_thing_in_the_same_text_is_bound_there(text: str) -> None:
+    scene = Scene(MONDAY, "Emily", "Frank", "群", "the group chat Tech",
+                  names=("Emily", "Frank", "Jon"), earlier=("Jon and Ann came",))  # fmt: skip
+    assert absolutize(text, scene) == text
+    assert not find_relative(text, scene.names)
+
+
+def test_they_with_nothing_plural_before_is_still_relative() -> None:
+    assert [f.text for f in find_relative("Emily said they were late", ("Emily",))] == ["they"]
+    assert [f.text for f in find_relative("Emily saw this and them", ("Emily",))] == ["them"]
+    assert [f.text for f in find_relative("Emily went out and they left", ("Emily",))] == ["they"]
+    assert "they" in [f.text for f in find_relative("Emily and I went, they left", ("Emily",))]

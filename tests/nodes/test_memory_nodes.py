@@ -17,6 +17,7 @@ from nodes.memory.rewrite import render_rewrite_prompt, rewrite_llm, rewrite_rul
 from state.context import Context
 from state.validation import InputError
 from stores.base import Persona
+from stores.script import has_cjk
 from tests.fakes import FakeChat
 from tests.graphs.helpers import facts, job
 
@@ -342,3 +343,16 @@ def test_an_unconfigured_persona_is_named_in_the_chats_language(deps: Deps) -> N
     english = state_for(deps, action_summary="", new_info="I moved to Berlin last week")
     assert english["persona_name"] == deps.bot_name_en
     assert deps.persona_names("default") == [deps.bot_name]  # its id is no name either
+
+
+def test_an_english_answer_is_remembered_in_english(deps: Deps) -> None:
+    """The bot's action frames its answer in the answer's language: no 回复了 around English."""
+    from nodes.reply.hand_off import reply_summary
+
+    action = reply_summary("Lin", "Try the bakery on Main Street!")
+    job = state_for(deps, user_name="Lin", action_summary=action,
+                    new_info="Where can I get good bread?")  # fmt: skip
+    text = rewrite_rules(job, Context(), deps)["text"]  # type: ignore[arg-type]
+    assert text.startswith(f"{deps.bot_name_en} replied to Lin: “Try the bakery")
+    assert not has_cjk(text)
+    assert reply_summary("小林", "试试那家面包店").startswith("我回复了小林：")

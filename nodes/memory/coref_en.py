@@ -1,0 +1,133 @@
+"""Whom he / she / they stand for in English words among many people.
+
+The person mentioned last that fits: a known name (of either gender: it is not known), or
+a relation someone owns ("my brother" in the speaker's words, "Caroline's mom"), whose
+gender says which pronoun it can be ("her" is never a brother). First the words before the
+pronoun, then the recent messages, newest first: the people they name, else who said them.
+The speaker and the one spoken to are never he or she (they are I and you). "They" is a
+relation that is many ("my kids") or two people or more named together, unless the text
+itself says what they are ("these books… find them": bound there). Reflexives
+(himself) are bound in their own clause and stay. What cannot be resolved is left as
+written, for the quality gate.
+"""
+
+from __future__ import annotations
+
+import re
+
+from nodes.memory.coref import Scene
+from nodes.memory.lexicon import bound_plural
+
+MALE = ("brother", "son", "dad", "father", "husband", "boyfriend", "grandpa", "grandfather",
+        "uncle", "nephew", "stepson", "stepfather")  # fmt: skip
+FEMALE = ("sister", "daughter", "mom", "mum", "mother", "wife", "girlfriend", "grandma",
+          "grandmother", "aunt", "niece", "stepdaughter", "stepmother")  # fmt: skip
+EITHER = ("best friend", "friend", "partner", "boss", "coworker", "co-worker", "colleague",
+          "roommate", "neighbor", "neighbour", "teacher", "cousin", "kid", "child", "baby",
+          "mentor", "therapist", "doctor", "classmate")  # fmt: skip
+MANY = ("kids", "children", "parents", "friends", "family", "siblings", "brothers", "sisters",
+        "coworkers", "colleagues", "neighbors", "neighbours", "grandparents", "cousins",
+        "classmates", "folks", "in-laws")  # fmt: skip
+_KIN = "|".join(sorted((*MALE, *FEMALE, *EITHER, *MANY), key=len, reverse=True))
+# the pronoun's gender: m, f, or p (they)
+PRONOUNS = {"he": "m", "him": "m", "his": "m", "she": "f", "her": "f", "hers": "f",
+            "they": "p", "them": "p", "their": "p", "theirs": "p"}  # fmt: skip
+THIRD = re.compile(r"\b(he|she|him|her|his|hers|they|them|their|theirs)(['’](?:s|re|ve|d|ll))?\b",
+                   re.IGNORECASE)  # fmt: skip
+# "her" is the object, not an owner, when what follows does not belong to her
+_NOT_OWNED = re.compile(
+    r"\s*(?:$|[^\w\s]|(?:a|an|the|to|and|or|but|that|this|these|those|some|up|out|back|off|"
+    r"about|for|with|at|in|on|from|so|too|again|as|if|when|because|by|over|into|all|how|"
+    r"what|why|is|was|more|once|twice|today|yesterday|tomorrow|now|then|here|there|down|"
+    r"around|away|home|after|before|know|feel|last|every)\b)",
+    re.IGNORECASE,
+)
+_TAIL = {"s": "'s", "re": " are", "ve": " have", "d": " would", "ll": " will"}
+_TAIL_ONE = {**_TAIL, "re": " is", "ve": " has"}
+
+
+def gender(relation: str) -> str:
+    word = relation.rpartition(" ")[2]
+    if word in MALE:
+        return "m"
+    if word in FEMALE:
+        return "f"
+    return "p" if word in MANY else ""
+
+
+def _mentions(
+    text: str, scene: Scene, speaker: str, addressee: str = ""
+) -> list[tuple[int, str, str]]:
+    """(offset, person, gender) of each person named or owned (by a name, or by whoever
+    "my" and "your" are in ``text``: its speaker and the one it speaks to) in ``text``."""
+    known = sorted({n for n in scene.names if len(n) > 1}, key=len, reverse=True)
+    found: list[tuple[int, str, str]] = []
+    taken: list[tuple[int, int]] = []
+    for name in known:
+        for m in re.finditer(rf"(?<![\w']){re.escape(name)}(?![\w])(?!['’]s\s+(?:{_KIN})\b)", text):
+            if all(m.end() <= s or m.start() >= e for s, e in taken):
+                taken.append(m.span())
+                found.append((m.start(), name, ""))
+    owners = [re.escape(n) + "['’]s" for n in known] + ["my", "our", "your"]
+    if owners:
+        pattern = rf"(?<![\w])({'|'.join(owners)})\s+({_KIN})\b"
+        for m in re.finditer(pattern, text, re.IGNORECASE):
+            owner = m.group(1)
+            lower = owner.lower()
+            who = {"my": speaker, "our": speaker, "your": addressee}.get(lower, owner[:-2])
+            if who:
+                relation = m.group(2).lower()
+                found.append((m.start(), f"{who}'s {relation}", gender(relation)))
+    return sorted(found)
+
+
+def _fits(pronoun: str, mentioned: list[tuple[int, str, str]]) -> str | None:
+    """The last person of ``mentioned`` the pronoun can mean."""
+    want = PRONOUNS[pronoun]
+    if want == "p":
+        if many := [p for _, p, g in mentioned if g == "p"]:
+            return many[-1]
+        names = list(dict.fromkeys(p for _, p, g in mentioned if g != "p"))
+        return " and ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else None
+    fitting = [p for _, p, g in mentioned if g in ("", want)]
+    return fitting[-1] if fitting else None
+
+
+def who(pronoun: str, before: str, scene: Scene) -> str | None:
+    """Whom ``pronoun`` (he, her, they…) means after the words ``before`` it."""
+    not_them = {scene.speaker, scene.addressee}
+    if people := [m for m in _mentions(before, scene, scene.speaker, scene.addressee)
+                  if m[1] not in not_them]:  # fmt: skip
+        return _fits(pronoun.lower(), people)
+    by = scene.earlier_by or ("",) * len(scene.earlier)
+    for text, speaker in zip(scene.earlier, by, strict=False):
+        mentioned = _mentions(text, scene, speaker)
+        if people := [m for m in mentioned if m[1] not in not_them]:
+            return _fits(pronoun.lower(), people)
+        if not mentioned and speaker and speaker not in not_them:
+            return _fits(pronoun.lower(), [(0, speaker, "")])
+    return None
+
+
+def en_third_edits(text: str, scene: Scene) -> list[tuple[int, int, str]]:
+    """(start, end, replacement) for each he / she / they the rules resolve."""
+    edits = []
+    for m in THIRD.finditer(text):
+        if bound_plural(text, m.start()):
+            continue  # "these books… find them": the text says what they are
+        word, tail = m.group(1).lower(), (m.group(2) or "")[1:].lower()
+        person = who(word, text[: m.start()], scene)
+        if person is None:
+            continue
+        plural = PRONOUNS[word] == "p"
+        owned = word in ("his", "their", "hers", "theirs") or (
+            word == "her" and not tail and not _NOT_OWNED.match(text, m.end())
+        )
+        if owned:
+            replacement = f"{person}'s"
+        else:
+            replacement = person + (_TAIL if plural else _TAIL_ONE).get(tail, "")
+        if m.group(1)[0].isupper() and replacement[0].islower():
+            replacement = replacement[0].upper() + replacement[1:]
+        edits.append((m.start(), m.end(), replacement))
+    return edits
