@@ -5,8 +5,9 @@ a relation someone owns ("my brother" in the speaker's words, "Caroline's mom"),
 gender says which pronoun it can be ("her" is never a brother). First the words before the
 pronoun, then the recent messages, newest first: the people they name, else who said them.
 The speaker and the one spoken to are never he or she (they are I and you). "They" is a
-relation that is many ("my kids") or two people or more named together, unless the text
-itself says what they are ("these books… find them": bound there). Reflexives
+relation that is many ("my kids") or two people or more named together. A pronoun whose
+text says before it what it stands for ("these books… find them", "the main character…
+he") is bound there and stays. Reflexives
 (himself) are bound in their own clause and stay. What cannot be resolved is left as
 written, for the quality gate.
 """
@@ -16,7 +17,7 @@ from __future__ import annotations
 import re
 
 from nodes.memory.coref import Scene
-from nodes.memory.lexicon import bound_plural
+from nodes.memory.lexicon import bound_in_text
 
 MALE = ("brother", "son", "dad", "father", "husband", "boyfriend", "grandpa", "grandfather",
         "uncle", "nephew", "stepson", "stepfather")  # fmt: skip
@@ -93,12 +94,17 @@ def _fits(pronoun: str, mentioned: list[tuple[int, str, str]]) -> str | None:
     return fitting[-1] if fitting else None
 
 
-def who(pronoun: str, before: str, scene: Scene) -> str | None:
-    """Whom ``pronoun`` (he, her, they…) means after the words ``before`` it."""
+def who(pronoun: str, before: str, scene: Scene, bound: bool = False) -> str | None:
+    """Whom ``pronoun`` (he, her, they…) means after the words ``before`` it; ``bound``:
+    its text says before it what it stands for (a man, these books), so it is not looked
+    for in earlier messages."""
     not_them = {scene.speaker, scene.addressee}
     if people := [m for m in _mentions(before, scene, scene.speaker, scene.addressee)
                   if m[1] not in not_them]:  # fmt: skip
-        return _fits(pronoun.lower(), people)
+        if (found := _fits(pronoun.lower(), people)) is not None or bound:
+            return found
+    if bound:
+        return None
     by = scene.earlier_by or ("",) * len(scene.earlier)
     for text, speaker in zip(scene.earlier, by, strict=False):
         mentioned = _mentions(text, scene, speaker)
@@ -113,10 +119,8 @@ def en_third_edits(text: str, scene: Scene) -> list[tuple[int, int, str]]:
     """(start, end, replacement) for each he / she / they the rules resolve."""
     edits = []
     for m in THIRD.finditer(text):
-        if bound_plural(text, m.start()):
-            continue  # "these books… find them": the text says what they are
         word, tail = m.group(1).lower(), (m.group(2) or "")[1:].lower()
-        person = who(word, text[: m.start()], scene)
+        person = who(word, text[: m.start()], scene, bound_in_text(text, m.start()))
         if person is None:
             continue
         plural = PRONOUNS[word] == "p"

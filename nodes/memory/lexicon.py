@@ -109,25 +109,49 @@ EN_THIRD = re.compile(
     r"(?:['’](?:s|re|ve|d|ll))?\b",
     re.IGNORECASE,
 )
-# "They" / "them" after a plural noun in the same text ("these books… find them", "Jacky
-# Cheung and G.E.M… their songs") are bound there: the memory itself says what they are.
+# A pronoun after what it stands for in the same text is bound there: the memory itself
+# says what it is ("these books… find them", "Jacky Cheung and G.E.M… their songs", "the
+# main character… at first he was sad").
 _EN_PLURAL_THING = re.compile(
     r"\b(?:the|these|those|some|many|all|both|several|few|other|such|any|more|most|"
-    r"two|three|four|five|six|seven|eight|nine|ten|\d+)\s+(?:[a-z][\w-]*\s+){0,2}?"
+    r"two|three|four|five|six|seven|eight|nine|ten|\d+|\w+['’]s)\s+(?:[a-z][\w-]*\s+){0,2}?"
     r"[a-z][\w-]*[^s\W]s\b",
     re.IGNORECASE,
 )
 # two named: "Jo and Ann" (I is no name)
 _EN_NAMES_AND = re.compile(r"\b(?!I\b)[A-Z][\w.'-]*,?\s+and\s+(?!I\b)[A-Z]")
-_EN_PLURAL_PRONOUN = re.compile(r"(?:they|them|their|theirs)\b", re.IGNORECASE)
+_EN_PERSON_NOUNS = {
+    "m": "man|boy|guy|gentleman|father|dad|son|brother|husband|boyfriend|grandpa|grandfather|"
+    "uncle|nephew|actor|king|prince|hero",
+    "f": "woman|girl|lady|mother|mom|mum|daughter|sister|wife|girlfriend|grandma|grandmother|"
+    "aunt|niece|actress|queen|princess|heroine",
+    "": "person|character|protagonist|stranger|friend|teacher|doctor|kid|child|baby|singer|"
+    "player|coach|boss|student|neighbor|neighbour|colleague|coworker|partner|writer|author|"
+    "artist|customer|driver|owner|classmate|roommate",
+}
+_EN_PERSON = {
+    g: re.compile(
+        rf"\b(?:a|an|the|this|that|my|your|his|her|our|their|\w+['’]s)\s+"
+        rf"(?:[a-z][\w-]*\s+){{0,2}}?(?:{words})\b",
+        re.IGNORECASE,
+    )
+    for g, words in _EN_PERSON_NOUNS.items()
+}
+_EN_BOUND = re.compile(r"(they|them|their|theirs|he|him|his|she|her|hers)\b", re.IGNORECASE)
 
 
-def bound_plural(text: str, start: int) -> bool:
-    """Whether the they / them / their at ``start`` follows a plural noun in ``text``."""
-    if not _EN_PLURAL_PRONOUN.match(text, start):
+def bound_in_text(text: str, start: int) -> bool:
+    """Whether the he / she / they at ``start`` follows, in ``text``, what it stands for:
+    a plural thing or two names for they, a person (a man, the main character) for he or
+    she."""
+    m = _EN_BOUND.match(text, start)
+    if m is None:
         return False
-    before = text[:start]
-    return bool(_EN_PLURAL_THING.search(before) or _EN_NAMES_AND.search(before))
+    before, word = text[:start], m.group(1).lower()
+    if word in ("they", "them", "their", "theirs"):
+        return bool(_EN_PLURAL_THING.search(before) or _EN_NAMES_AND.search(before))
+    own = "m" if word in ("he", "him", "his") else "f"
+    return any(_EN_PERSON[g].search(before) for g in (own, ""))
 
 
 _QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"|「[^」]*」|『[^』]*』|《[^》]*》|‘[^’]*’")
@@ -185,7 +209,7 @@ def find_relative(text: str, names: Iterable[str] = ()) -> list[Found]:
         add(m.start(), m.end(), "place")
     for pattern in (EN_FIRST, EN_FIRST_PLURAL, EN_SECOND, EN_THIRD):
         for m in pattern.finditer(text):
-            if not bound_plural(text, m.start()):
+            if not bound_in_text(text, m.start()):
                 add(m.start(), m.end(), "pronoun")
     if any("\u4e00" <= ch <= "\u9fff" for ch in text):
         for start, end, _ in zh_pronoun_tokens(text):

@@ -274,3 +274,19 @@ def test_they_with_nothing_plural_before_is_still_relative() -> None:
     assert [f.text for f in find_relative("Emily saw this and them", ("Emily",))] == ["them"]
     assert [f.text for f in find_relative("Emily went out and they left", ("Emily",))] == ["they"]
     assert "they" in [f.text for f in find_relative("Emily and I went, they left", ("Emily",))]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Emily likes the main character. At first, he was melancholic.",
+        "A kind stranger, a girl, shared her food on the mountain.",
+        "It tells the story of a father trying to raise his son.",
+    ],
+)
+def test_he_or_she_after_a_person_in_the_same_text_is_bound_there(text: str) -> None:
+    scene = Scene(MONDAY, "Emily", "Frank", "群", "the group chat Tech",
+                  names=("Emily", "Frank", "Jon", "Sunny"), earlier=("Jon came",))  # fmt: skip
+    assert absolutize(text, scene) == text
+    assert not find_relative(text, scene.names)
+    assert [f.text for f in find_relative("A girl came, he left", ())] == ["he"]  # no man
