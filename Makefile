@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint serve deploy-venv mem0-venv astrbot-venv nonebot-venv model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory bench-scale bench-e5 bench-chroma-shards clean
+.PHONY: setup demo test lint settings-doc serve deploy-venv mem0-venv astrbot-venv nonebot-venv model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory bench-scale bench-e5 bench-chroma-shards clean
 
 $(UV):
 	$(PY) -m venv .tools
@@ -37,6 +37,10 @@ lint: setup
 
 test: lint
 	$(BIN)/pytest
+
+# docs/settings.md from the settings' descriptions (a test fails when they drift apart)
+settings-doc: setup
+	$(BIN)/python -m groupmind.settings_doc
 
 # The graphs on `langgraph dev` (the server extra), on this data dir; PORT=2024 by default.
 # It runs in the data dir: the server keeps its own storage (.langgraph_api) where it runs.

