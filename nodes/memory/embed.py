@@ -13,6 +13,7 @@ from nodes.memory.importance import importance
 from state.context import Context
 from state.memory import MemoryJob, MemoryState, current_job
 from stores.base import EventRecord
+from stores.script import has_cjk
 
 MAX_CONTEXT_CHARS = 300
 
@@ -25,6 +26,14 @@ def reply_context(job: MemoryJob) -> tuple[str, str]:
             said = f"{message.user_name}: {message.content}"[:MAX_CONTEXT_CHARS]
             return said, message.user_id or ""
     return "", ""
+
+
+def words_key(name: str, said: str) -> str:
+    """What a memory's vector is made of, when not its rewrite: Chinese words as said,
+    under the speaker's name (e5 reads "name：words" best, and a rewrite can misplace a
+    他 the words hold right). English keeps the rewrite: on LoCoMo the words as said
+    (I, you) put the dense side alone at R@5 0.386 against 0.494."""
+    return f"{name}：{said}" if said and has_cjk(said) else ""
 
 
 def event_for(state: MemoryState, people: Iterable[str] = ()) -> EventRecord:
@@ -49,7 +58,7 @@ def event_for(state: MemoryState, people: Iterable[str] = ()) -> EventRecord:
         context=context,
         context_user_id=context_user_id,
         importance=importance(state["text"], said, names),
-        key=f"{job.user_name}：{said}" if said else "",  # found by the words as said
+        key=words_key(job.user_name, said),
     )
 
 
