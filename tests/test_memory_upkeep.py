@@ -32,8 +32,9 @@ def chit_chat() -> list[dict[str, object]]:
 def replayed(tmp_path: Path) -> tuple[Path, list[dict[str, object]]]:
     data, lines = tmp_path / "data", tmp_path / "chat.jsonl"
     lines.write_text("\n".join(json.dumps(m, ensure_ascii=False) for m in chit_chat()))
+    # one memory a reply: most memories of the chat are then never recalled
     done = CliRunner().invoke(app, ["--data-dir", str(data), "replay", str(lines), "--json",
-                                    "--wait-memory"])  # fmt: skip
+                                    "--wait-memory"], env={"GROUPMIND_AUTO_TOP_K": "1"})  # fmt: skip
     assert done.exit_code == 0, done.output
     return data, [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 

@@ -405,7 +405,8 @@ def test_vectors_are_embedded_once_kept_by_sql_and_held_from_it(
     texts = ["小明养了一只橘猫", "小红下周去北京出差", "老王换了新工作"]
     for n, text in enumerate(texts):
         store.upsert(event(f"e{n}", text))
-    passages = np.asarray(embeddings.embed_documents(texts))
+    # what a vector is made of: the text under its speaker's name (EventRecord.passage)
+    passages = np.asarray(embeddings.embed_documents([event("e", t).passage() for t in texts]))
     kept = store.lexical.vectors(["e0", "e1", "e2", "nope"])
     assert sorted(kept) == ["e0", "e1", "e2"]
     for n in range(3):  # int8 with a scale: within half a step of the vector
