@@ -17,8 +17,8 @@
   1.33× the AVX2 kernel on a 66-character passage, 1.16-1.24× on a query.
 
 `make bench-e5` on a 2-core EPYC, one OpenMP thread: 2.2× the wheel's engine on a
-passage, 2.0× on a query; 1.6× stop 34's build (the unpacking alone) on a passage (README,
-"The embedding engine").
+passage, 2.0× on a query; 1.6× stop 34's build (the unpacking alone) on a passage
+(docs/benchmarks/e5.md).
 
 The source is the installed wheel's own ``e5.c`` (MIT), patched at build time; nothing
 of it is copied into this repository. ``make setup`` builds it into the venv, named by a

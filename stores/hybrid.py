@@ -4,7 +4,7 @@ e5 scores are bunched (unrelated same-topic sentences score 0.84-0.88), so ranks
 better than raw similarities. A question is read for its people (``stores.people``: a name
 or 我 lifts that person's memories and leaves both queries) and its time (``stores.when``:
 上周 lifts last week's). The weights (``Fusion``) were tuned on Chinese multi-party chat,
-where, once names leave the query, the dense side is the stronger one (README, "Memory").
+where, once names leave the query, the dense side is the stronger one (docs/benchmarks/memory.md).
 
 The dense side searches the scope's vectors in memory (``ScopeVectors``, exact) once they
 are loaded (from SQL, int8: ``stores.packed``). A scope not held (loading, or over the
@@ -56,13 +56,14 @@ ID_LIST_MAX = 100_000
 # A scope not held (over the budget, or loading) with up to this many members is searched
 # over its vectors from SQL, not by Chroma: Chroma's HNSW, narrowed to a few ids among
 # many, walks most of its graph. At 1M events, p50 exact / Chroma: 200 ids 1 / 708 ms,
-# 5,000 28 / 36, 10,000 51 / 25 read row by row (README, "A chat not held"); sealed in
-# blocks (``stores.sql.blocks``), a chat's vectors cost a fraction of that.
-EXACT_MAX = 50_000  # sealed exact faster than Chroma narrowed at 50k among 1M (README)
+# 5,000 28 / 36, 10,000 51 / 25 read row by row (docs/benchmarks/scale.md, "A chat not
+# held"); sealed in blocks (``stores.sql.blocks``), a chat's vectors cost a fraction of that.
+# Sealed exact is faster than Chroma narrowed up to 50k among 1M (docs/benchmarks/scale.md).
+EXACT_MAX = 50_000
 # Unless Chroma searches the scope unnarrowed (it is enough of its shard): one HNSW query,
 # p50 6.1 ms for a chat of 20k among 1M against 12.8 exact over its sealed vectors, 5.1
 # against 42.6 at 50k (p95 27.5 against 14.0 at 20k). Below this many exact search is as
-# fast, and exact (README, "The 1M run on a faster Xeon").
+# fast, and exact (docs/benchmarks/scale.md, "The 1M run on a faster Xeon").
 ANN_MIN = 5000
 LOOSE_MAX = 5000  # loose vectors (not sealed yet) read by row for one search, at most
 QUERY_VECTORS_HELD = 64  # recent query embeddings kept (a message's prefetch, its search)
@@ -243,7 +244,7 @@ class HybridEventStore:
         (one embedding call, one Chroma upsert a shard, one SQL transaction), after the
         block. A worker runs a chat's backlog of jobs so: one Chroma upsert of one event
         costs ~7 ms of the Chroma server's CPU and ~5 of the caller's, eight in one call
-        about twice one (README, "A chat's backlog in one write")."""
+        about twice one (docs/benchmarks/scale.md, "A chat's backlog in one write")."""
         pending: list[EventRecord] = []
         token = _DEFERRED.set((self, pending))
         try:

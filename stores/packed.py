@@ -1,5 +1,5 @@
 """Vectors as int8 with one float32 scale each (4 + d bytes; 388 for e5-small's 384):
-unit-length e5 vectors keep their rankings (README, "At scale": recall@10 measured)."""
+unit-length e5 vectors keep their rankings (docs/benchmarks/scale.md: recall@10 measured)."""
 
 from __future__ import annotations
 

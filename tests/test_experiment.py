@@ -164,8 +164,9 @@ def test_paired_bootstrap_says_better_worse_or_no_clear_difference() -> None:
 
 
 def test_the_readmes_labelled_demo_is_the_demo_chat() -> None:
-    """examples/datasets/demo-labelled.jsonl (the README's plan comparison) labels every
-    message of the bundled demo chat, and only those."""
+    """examples/datasets/demo-labelled.jsonl (the plan comparison in
+    docs/benchmarks/experiments.md) labels every message of the bundled demo chat, and only
+    those."""
     from importlib.resources import files
 
     root = Path(__file__).resolve().parents[1]

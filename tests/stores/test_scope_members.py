@@ -28,7 +28,7 @@ QUERY = EventQuery(text="爬山", platform="qq", chat_type="group", chat_id="g1"
 
 def test_a_listed_scope_leaves_no_object_per_memory_for_the_collector(engine: Engine) -> None:
     """A full garbage collection visits every tracked object; a 20k chat's list of one
-    named tuple per memory made each one of a 1M process ~10 ms longer (README)."""
+    named tuple per memory made each one of a 1M process ~10 ms longer (docs/benchmarks/scale.md)."""
     index = SqlLexicalIndex(engine, bot="bot-a")
     index.upsert_many([event(n) for n in range(3000)], [[1.0] * 8] * 3000)
     index.scope_members(replace(QUERY, chat_id="g2"), 10_000)  # SQLAlchemy's first-use setup
