@@ -114,8 +114,17 @@ EN_THIRD = re.compile(
 # main character… at first he was sad").
 _EN_PLURAL_THING = re.compile(
     r"\b(?:the|these|those|some|many|all|both|several|few|other|such|any|more|most|"
-    r"two|three|four|five|six|seven|eight|nine|ten|\d+|\w+['’]s)\s+(?:[a-z][\w-]*\s+){0,2}?"
-    r"[a-z][\w-]*[^s\W]s\b",
+    r"two|three|four|five|six|seven|eight|nine|ten|\d+|my|our|your|his|her|\w+['’]s)\s+"
+    r"(?:[a-z][\w-]*\s+){0,2}?[a-z][\w-]*[^s\W]s\b"
+    # a plural with no determiner where a verb cannot stand: "have kids", "with friends"
+    r"|\b(?:have|has|had|having|with|for|about|of|love|loved|like|liked|got|adopted|bought|"
+    r"met|among|between)\s+(?:[a-z][\w-]*\s+)??(?!(?:was|has|does|is|this|his|its|us|yes|"
+    r"always|perhaps|sometimes|ours|yours|hers|theirs)\b)[a-z][\w-]*[^sui\W]s\b"
+    # two things: "a pup and a kitty"; many with no s, and those "they" stands for alone
+    r"|\b(?:a|an|the|my|our|your|his|her)\s+[a-z][\w-]*\s+and\s+(?:a|an|the|my|our|your|his"
+    r"|her)\s+[a-z]"
+    r"|\b(?:people|children|men|women|others|everyone|everybody|anyone|anybody|someone|"
+    r"somebody)\b",
     re.IGNORECASE,
 )
 # two named: "Jo and Ann" (I is no name)

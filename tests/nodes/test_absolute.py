@@ -263,6 +263,11 @@ def test_english_he_she_they_are_the_last_person_who_fits(
         "Emily likes the main character. At first, he was melancholic.",
         "A kind stranger, a girl, shared her food on the mountain.",
         "It tells the story of a father trying to raise his son.",
+        # from LoCoMo's degraded turns
+        "Emily is creating a library for when Emily has kids, to read to them.",
+        "Emily got a pup and a kitty. They brighten up the day.",
+        "It made Emily see how important it is for others to have their support.",
+        "If someone asks, tell them the truth.",
     ],
 )
 def test_a_pronoun_after_what_it_stands_for_in_the_same_text_is_bound_there(text: str) -> None:
@@ -280,3 +285,5 @@ def test_a_pronoun_with_nothing_it_can_stand_for_before_is_still_relative() -> N
     assert [f.text for f in find_relative("Emily went out and they left", ("Emily",))] == ["they"]
     assert "they" in [f.text for f in find_relative("Emily and I went, they left", ("Emily",))]
     assert [f.text for f in find_relative("A girl came, he left", ())] == ["he"]  # no man
+    assert [f.text for f in find_relative("It makes Jo happy, they said", ())] == ["they"]
+    assert [f.text for f in find_relative("I have this for them", ())] == ["I", "them"]
