@@ -2,21 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
-from groupmind.settings import Settings
 from groupmind.settings_doc import PAGE, render
-
-
-def leaves(model: type[BaseModel], prefix: str = "") -> list[tuple[str, str | None]]:
-    out = []
-    for name, field in model.model_fields.items():
-        default = field.get_default(call_default_factory=True)
-        if isinstance(default, BaseModel):
-            out += leaves(type(default), f"{prefix}{name.upper()}__")
-        else:
-            out.append((f"{prefix}{name.upper()}", field.description))
-    return out
 
 
 def test_the_settings_page_is_what_the_settings_say() -> None:
@@ -24,8 +10,9 @@ def test_the_settings_page_is_what_the_settings_say() -> None:
 
 
 def test_every_setting_says_what_it_does() -> None:
-    found = leaves(Settings)
-    assert len(found) > 80
-    assert [env for env, about in found if not about] == []
-    page = PAGE.read_text(encoding="utf-8")
-    assert all(f"| `{env}` |" in page for env, _ in found)
+    rows = [line for line in render().splitlines() if line.startswith("| `")]
+    assert len(rows) > 80
+    assert [r for r in rows if r.endswith("|  |")] == []  # a setting with no description
+    names = {r.split("`")[1] for r in rows}
+    # nested models by their whole path, as the environment spells them
+    assert {"SEARCH__ZH__DENSE", "SEARCH__OTHER__TIME", "RANK__WEIGHTS__REPLY_CHAIN"} <= names
