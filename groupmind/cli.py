@@ -301,6 +301,10 @@ def profile(
         view = profile_view(session.deps.profiles, user_id, shown_in, session.deps.profile_sharing)
         out.rule(f"what {shown_in.key} sees (PROFILE_SHARING={session.deps.profile_sharing})")
         out.print(render_relation_block(view, shown_in, STATE.settings.tz))
+        for tie in data["circle"]:
+            counts = ", ".join(f"{kind} {n}" for kind, n in tie["counts"].items())
+            stated = f"; says: {', '.join(tie['labels'])}" if tie["labels"] else ""
+            out.print(f"tied to {tie['user_name']} ({tie['user_id']}): {counts}{stated}")
     if data.get("unscoped"):
         out.rule("learned before provenance was kept (never shown to a model)")
         out.print(data["unscoped"])

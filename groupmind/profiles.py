@@ -8,11 +8,19 @@ from typing import Any
 
 from domain.scope import ChatScope
 from nodes.deps import Deps
-from stores.base import LearnedProfile, profile_view
+from stores.base import EventQuery, LearnedProfile, profile_view
+from stores.ties import Circle
 
 
 def _learned(lp: LearnedProfile) -> dict[str, Any]:
     return {"learned_in": lp.scope.key, **asdict(lp)}
+
+
+def circle(deps: Deps, user_id: str, chat: ChatScope) -> list[Circle]:
+    """Their ties with the others of the chat, every persona's (an operator's view)."""
+    query = EventQuery(text="", platform=chat.platform, chat_type=chat.chat_type,
+                       chat_id=chat.chat_id)  # fmt: skip
+    return deps.events.circle(query, user_id)
 
 
 def profile_json(
@@ -30,6 +38,7 @@ def profile_json(
             "relationship": asdict(view.relationship) if view.relationship else None,
             "learned": [_learned(lp) for lp in view.learned],
             "key_facts": view.key_facts,
+            "circle": [c.as_json() for c in circle(deps, user_id, shown_in)],
         }
     rel = deps.profiles.get_relationship(platform, user_id)
     learned = deps.profiles.learned_about(platform, user_id)

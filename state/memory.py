@@ -87,6 +87,9 @@ class MemoryJob(BaseModel):
     persona_id: str = Field(default="", validate_default=True)  # "": the chat's persona
     timestamp: str
     recent_messages: list[RecentMessage] = Field(default_factory=list)
+    # Whom the speaker answered or @-mentioned (user ids): the replies and @s they sent, as
+    # the reply graph saw them; none given, the last other speaker is whom they answered.
+    to: list[str] = Field(default_factory=list, max_length=MAX_RECENT_MESSAGES)
     # Who wrote new_info (seed 003): "bot", the bot's end tool (我 = the bot, 你 = the user),
     # the seed's contract and the default; "user", the user's own words (我 = the user), as
     # groupmind's hand-off passes them.
@@ -106,6 +109,15 @@ class MemoryJob(BaseModel):
         if not isinstance(value, dict):
             raise ValueError(f"must be an object of slot -> variant, got {type(value).__name__}")
         return {as_id(k, "slot"): as_id(v, "variant") for k, v in value.items()}
+
+    @field_validator("to", mode="before")
+    @classmethod
+    def _to(cls, value: Any) -> list[str]:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise ValueError(f"must be a list of user ids, got {type(value).__name__}")
+        return list(dict.fromkeys(as_id(v, "to") for v in value))
 
     @field_validator("request_id", "user_id", mode="before")
     @classmethod
@@ -170,12 +182,16 @@ class MemoryJob(BaseModel):
         return datetime.fromisoformat(self.timestamp)
 
     def addressed(self) -> RecentMessage | None:
-        """Whom the speaker's 你 means: the last other speaker in recent_messages (None:
-        nobody else spoke, so it is the bot)."""
-        for message in reversed(self.recent_messages):
-            if message.user_id != self.user_id and message.user_name != self.user_name:
-                return message
-        return None
+        """Whom the speaker's 你 means: the last one in recent_messages they replied to or
+        @-mentioned (``to``), else the last other speaker (None: nobody else spoke, so it
+        is the bot)."""
+        others = [
+            m
+            for m in self.recent_messages
+            if m.user_id != self.user_id and m.user_name != self.user_name
+        ]
+        answered = [m for m in others if m.user_id in self.to]
+        return (answered or others)[-1] if others else None
 
     @property
     def place(self) -> str:
@@ -230,6 +246,7 @@ class MemoryJobInput(TypedDict, total=False):
     persona_id: str
     timestamp: str | float
     recent_messages: list[dict[str, Any]]
+    to: list[str]
     new_info_by: str
     key_facts: list[dict[str, str]]
     impression_update: str

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
@@ -128,6 +128,9 @@ class PendingMessage(TypedDict):
     content: str
     timestamp: str
     from_bot: bool
+    # whom it answered or @-mentioned: the message replied to, the user ids it @s
+    reply_to: NotRequired[str | None]
+    mentions: NotRequired[list[str]]
 
 
 class Handled(TypedDict, total=False):

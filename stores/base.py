@@ -15,6 +15,7 @@ import numpy as np
 
 from domain.scope import ChatScope, ChatType, ForgetTarget, Sharing, may_share
 from stores.decay import Strength
+from stores.ties import Circle, Tie
 from stores.when import window_of
 
 JobStatus = Literal["queued", "running", "done", "failed"]
@@ -135,6 +136,9 @@ class EventRecord:
     # the speaker's name (never stored: a rewrite can misplace a 他 or a date that the
     # words themselves hold right, and e5 reads "name: words" best)
     key: str = field(default="", compare=False)
+    # Its ties to other members (``stores.ties``), stored with it and gone with it; None:
+    # whatever it had stays (a record read back and written again: a context scrub)
+    ties: tuple[Tie, ...] | None = field(default=None, compare=False)
 
     def passage(self) -> str:
         """What its vector is made of: its key, else the text under the name of who said
@@ -334,6 +338,11 @@ class EventStore(Protocol):
     def scrub_context(self, target: ForgetTarget, said: Said) -> list[str]:
         """Blank the answered message (``context``) of the events in the target's chats
         that hold one of the person's messages; returns their ids."""
+        ...
+
+    def circle(self, query: EventQuery, user_id: str) -> list[Circle]:
+        """The person's ties with each other member in the query's chat and persona, the
+        most tied first (``stores.ties``)."""
         ...
 
 

@@ -34,6 +34,13 @@ class Weights(BaseModel):
     time: float = Field(
         default=0.5, ge=0, description='the lift of memories from the span it is about ("上周")'
     )
+    between: float = Field(
+        default=1.0,
+        ge=0,
+        description="for a question naming two people or more: the lift of the memories of "
+        "ties between them (one answering, naming, agreeing with the other; a relation "
+        "stated), ranked as the other sides ranked them (0: off)",
+    )
 
 
 class OtherWeights(Weights):

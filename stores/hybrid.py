@@ -22,7 +22,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict, defaultdict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -47,6 +47,7 @@ from stores.decay import Decay, Strength
 from stores.fusion import Fusion, Weights
 from stores.people import Focus, People, focus_of
 from stores.scope_vectors import ScopeVectors, best, unit, unit_rows
+from stores.ties import Circle
 
 log = logging.getLogger(__name__)
 SESSION_GAP_S = 1800  # memories this close in time are one session, for diversity
@@ -132,6 +133,10 @@ class KeywordSide(EventStore, Protocol):
     def scope_people(self, query: EventQuery, members: ScopeMembers | None) -> People: ...
 
     def known_people(self, query: EventQuery) -> People | None: ...
+
+    def exchanges(self, query: EventQuery, people: Collection[str]) -> list[str]: ...
+
+    def circle(self, query: EventQuery, user_id: str) -> list[Circle]: ...
 
     def remove(self, ids: Sequence[str]) -> None: ...
 
@@ -294,7 +299,7 @@ class HybridEventStore:
         what passed between them, and their names are words to find it by."""
         most = self.fusion.most_people
         if most and len(focus.user_ids) > most:
-            return Focus(lexical_text=query.text, dense_text=query.text)
+            return Focus(lexical_text=query.text, dense_text=query.text, between=focus.user_ids)
         return focus
 
     def search(self, query: EventQuery) -> list[EventHit]:
@@ -331,6 +336,8 @@ class HybridEventStore:
         if (focus.user_ids and w.person) or (query.about and w.time):
             self._fetch(fused, records)
             self._lift(fused, records, focus, people, query.about, w)
+        if focus.between and w.between:
+            self._between(fused, query, focus.between, w.between)
         ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
         if self.strength is not None and self.decay.weight:
             ranked = self._fade(ranked[: query.top_k * 4], query.now) + ranked[query.top_k * 4 :]
@@ -377,6 +384,23 @@ class HybridEventStore:
             if w.time and start <= event.timestamp < end:
                 fused[event_id] += w.time / (k + (spanned if ranked else 0) + 1)
                 spanned += 1
+
+    def _between(
+        self, fused: dict[str, float], query: EventQuery, people: frozenset[str], weight: float
+    ) -> None:
+        """The memories of ties between the people a question names, as one more side:
+        those the other sides found, in their order, then the rest, newest first."""
+        theirs = self.lexical.exchanges(query, people)
+        if not theirs:
+            return
+        held = set(theirs)
+        order = [i for i in sorted(fused, key=lambda i: (-fused[i], i)) if i in held]
+        order += [i for i in theirs if i not in fused]
+        for rank, event_id in enumerate(order):
+            fused[event_id] += weight / (self.fusion.rrf_k + rank + 1)
+
+    def circle(self, query: EventQuery, user_id: str) -> list[Circle]:
+        return self.lexical.circle(query, user_id)
 
     def _fade(self, ranked: list[tuple[str, float]], now: float | None) -> list[tuple[str, float]]:
         """The best few again, each lifted by ``weight × retention`` first ranks: between

@@ -28,6 +28,8 @@ class Focus:
     names: tuple[str, ...] = ()
     lexical_text: str = ""
     dense_text: str = ""
+    # the people it names when it asks what passed between them (no lift then: their ties)
+    between: frozenset[str] = frozenset()
 
     def about(self, user_id: str, text: str) -> bool:
         """A memory of one of them, or naming one."""

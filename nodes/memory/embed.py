@@ -3,13 +3,14 @@ same job twice leaves one document."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Mapping
 from typing import Any
 
 from langgraph.graph import END
 
 from nodes.deps import Deps
 from nodes.memory.importance import importance
+from nodes.memory.ties import ties_of
 from state.context import Context
 from state.memory import MemoryJob, MemoryState, current_job
 from stores.base import EventRecord
@@ -36,12 +37,15 @@ def words_key(name: str, said: str) -> str:
     return f"{name}：{said}" if said and has_cjk(said) else ""
 
 
-def event_for(state: MemoryState, people: Iterable[str] = ()) -> EventRecord:
-    """The event a job's text makes; ``people``: the chat's names (a fact about one of them
-    is what matters most)."""
+def event_for(
+    state: MemoryState, people: Mapping[str, str] | None = None, bot_id: str = ""
+) -> EventRecord:
+    """The event a job's text makes, with the ties it shows; ``people``: the chat's members
+    (user id -> name; a fact about one of them is what matters most), the bot's id apart."""
     job = current_job(state)
+    people = people or {}
     context, context_user_id = reply_context(job)
-    names = tuple({job.user_name, *(m.user_name for m in job.recent_messages), *people})
+    names = tuple({job.user_name, *(m.user_name for m in job.recent_messages), *people.values()})
     said = job.new_info if job.new_info_by == "user" else ""  # first-person facts read there
     return EventRecord(
         id=job.request_id,
@@ -59,11 +63,12 @@ def event_for(state: MemoryState, people: Iterable[str] = ()) -> EventRecord:
         context_user_id=context_user_id,
         importance=importance(state["text"], said, names),
         key=words_key(job.user_name, said),
+        ties=ties_of(job, people, bot_id),
     )
 
 
 def embed(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
-    event = event_for(state, deps.people(current_job(state).scope.key).values())
+    event = event_for(state, deps.people(current_job(state).scope.key), deps.bot_id)
     deps.events.upsert(event)
     return {"status": "degraded" if event.degraded else "stored"}
 

@@ -65,6 +65,8 @@ def pending_of(
         content=m.content,
         timestamp=when,
         from_bot=from_bot or (isinstance(m, StoredMessage) and m.from_bot),
+        reply_to=m.reply_to,
+        mentions=list(m.mentions),
     )
 
 

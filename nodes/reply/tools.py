@@ -38,6 +38,7 @@ from state.validation import describe_validation_error, parse_timestamp
 from stores.base import EventQuery, profile_view
 
 log = logging.getLogger("groupmind.reply")
+CIRCLE_SHOWN = 5  # the people a profile names as someone's circle, the most tied first
 # The key-fact types the remember tool offers the model (a few, so a small model picks well);
 # each is one of domain.people's (checked below).
 FACT_TYPES = Literal["birthday", "job", "location", "dream", "family", "pet", "other"]
@@ -181,12 +182,19 @@ def make_tools(deps: ReplyDeps) -> list[BaseTool]:
             return _json({"error": "只能查看本聊天里的人的侧写"})
         view = profile_view(deps.profiles, target_id, here, deps.profile_sharing)
         rel = view.relationship
+        chat = EventQuery(text="", platform=msg.platform, chat_type=msg.chat_type,
+                          chat_id=msg.scope_chat_id, persona_id=scoped.persona_id)  # fmt: skip
         return _json(
             {
                 "name": rel.user_name if rel else scoped.names.get(target_id, ""),
                 "relationship": rel.relationship_stage if rel else "stranger",
                 "key_facts": view.key_facts,
                 "preferences": view.preference_keywords,
+                # their ties with others here: who they answer, name, agree or argue with
+                "circle": [
+                    {"name": c.user_name, "ties": c.counts, "relations": list(c.labels)}
+                    for c in deps.events.circle(chat, target_id)[:CIRCLE_SHOWN]
+                ],
                 "learned": [
                     {
                         "where": where_learned(lp, here) or "本聊天",

@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -29,11 +29,13 @@ from stores.bm25 import gain, top_k
 from stores.packed import pack, unpack_many
 from stores.people import People, people_of
 from stores.scope_postings import ScopePostings
+from stores.sql import ties
 from stores.sql.blocks import VectorBlocks
 from stores.sql.covered import BOT, chunks, covered, in_scope, mine, tenant
 from stores.sql.engine import reads
 from stores.sql.schema import EventDocRow, EventStrengthRow, EventTermRow
 from stores.text import terms
+from stores.ties import Circle
 
 log = logging.getLogger(__name__)
 K1 = 1.2
@@ -124,6 +126,7 @@ class SqlLexicalIndex:
             conn.execute(_INSERT_DOCS, rows_in)
             if postings:
                 conn.execute(_INSERT_TERMS, postings)
+            ties.write(conn, self.bot, events)
 
     def search(self, query: EventQuery, members: ScopeMembers | None = None) -> list[EventHit]:
         """BM25 over the query's scope; ``members``, when the caller listed the same scope
@@ -353,10 +356,22 @@ class SqlLexicalIndex:
             return list(conn.execute(select(EventDocRow.id).where(*where)).scalars())
 
     def forget(self, target: ForgetTarget) -> list[str]:
-        """Delete the events (and their postings) the target covers; returns their ids."""
+        """Delete the events (their postings, their ties) the target covers, and others'
+        ties to the person; returns the events' ids."""
         ids = self.covered(target)
         self.remove(ids)
+        with self.engine.begin() as conn:
+            ties.drop_toward(conn, self.bot, target)
         return ids
+
+    def exchanges(self, query: EventQuery, people: Collection[str]) -> list[str]:
+        """The memories of ties between any two of ``people`` in the query's chat."""
+        with self.reads.connect() as conn:
+            return ties.exchanges(conn, self.bot, query, people)
+
+    def circle(self, query: EventQuery, user_id: str) -> list[Circle]:
+        with self.reads.connect() as conn:
+            return ties.circle(conn, self.bot, query, user_id)
 
     def remove(self, ids: Sequence[str]) -> None:
         """Delete these events, their postings and how they were used, in one transaction."""
@@ -378,6 +393,7 @@ class SqlLexicalIndex:
                         mine(EventDocRow, self.bot), EventDocRow.id.in_(chunk)
                     )
                 )
+            ties.drop(conn, self.bot, ids)
             self.blocks.drop(conn, scopes)  # after the rows: see stores.sql.blocks
         with self._lock:
             self._scopes.clear()

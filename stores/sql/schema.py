@@ -246,6 +246,31 @@ class EventStrengthRow(Tenant, Base):
     pinned: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
+class EventTieRow(Tenant, Base):
+    """A memory's ties to other members (``stores.ties``): its speaker (``user_id``) to
+    ``other_id``, with the memory's scope and persona copied in. Replaced when the memory
+    is written, deleted with it (``SqlLexicalIndex.remove``)."""
+
+    __tablename__ = "event_ties"
+    __table_args__ = (
+        Index("ix_event_ties_user", "bot_id", "platform", "chat_type", "chat_id", "user_id"),
+        Index("ix_event_ties_other", "bot_id", "platform", "chat_type", "chat_id", "other_id"),
+    )
+
+    event_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    other_id: Mapped[str] = mapped_column(ID, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
+    label: Mapped[str] = mapped_column(String(64), primary_key=True)
+    other_name: Mapped[str] = mapped_column(String(128))
+    user_id: Mapped[str] = mapped_column(ID)
+    user_name: Mapped[str] = mapped_column(String(128))
+    platform: Mapped[str] = mapped_column(PLATFORM)
+    chat_type: Mapped[str] = mapped_column(String(16))
+    chat_id: Mapped[str] = mapped_column(ID)
+    persona_id: Mapped[str] = mapped_column(ID)
+    timestamp: Mapped[float] = mapped_column(Float)
+
+
 class EventTermRow(Tenant, Base):
     """Postings: term frequency per event, with the scope, persona and document length
     copied in so a scoped keyword search reads one covering index, no join."""
