@@ -6,8 +6,6 @@ was compacted."""
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
@@ -26,7 +24,7 @@ def build_forget_graph(deps: Deps, *, checkpointer: Checkpointer = None) -> Forg
     )
     # An async slot: it scrubs a server's threads from inside it.
     erase = slot("erase", deps, platforms=forget_platforms)
-    g.add_node("erase", cast(Any, erase))
+    g.add_node("erase", erase)
     g.add_edge(START, "erase")
     g.add_edge("erase", END)
     return g.compile(checkpointer=checkpointer, name="forget")

@@ -15,7 +15,7 @@ what was handled and seen).
 
 from __future__ import annotations
 
-from typing import Any, Literal, cast
+from typing import Literal
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -53,7 +53,7 @@ def build_host_graph(deps: ReplyDeps, *, checkpointer: Checkpointer = None) -> H
         ReplyState, context_schema=Context, input_schema=HostInput, output_schema=HostOutput
     )
     for name in ("observe", "retrieve", "rank_context", "hand_off"):
-        g.add_node(name, cast(Any, slot(name, deps, platforms=reply_platforms)))
+        g.add_node(name, slot(name, deps, platforms=reply_platforms))
     g.add_node("recalled", lambda state: recalled(state, deps))
     g.add_node("recorded", lambda state: recorded(state, deps))
     g.add_node("host_tool", lambda state: host_tool(state, deps))

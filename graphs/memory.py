@@ -6,8 +6,6 @@ intake -> rewrite -> quality_gate -(relative words left, attempts remain)-> rewr
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
@@ -36,7 +34,7 @@ def build_memory_graph(deps: Deps, *, checkpointer: Checkpointer = None) -> Memo
     for name in graph_slots("memory"):
         # A slot picks its variant per run, the job's own first (nodes/variants.py).
         node = slot(name, deps, pinned=job_variants, platforms=memory_platforms)
-        g.add_node(name, cast(Any, node))
+        g.add_node(name, node)
     g.add_edge(START, "intake")
     g.add_edge("intake", "rewrite")
     g.add_edge("rewrite", "quality_gate")

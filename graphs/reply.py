@@ -14,8 +14,6 @@ The tools node is LangGraph's ``ToolNode``: every tool step is checkpointed and 
 
 from __future__ import annotations
 
-from typing import Any, cast
-
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
@@ -44,7 +42,7 @@ def build_reply_graph(deps: ReplyDeps, *, checkpointer: Checkpointer = None) -> 
     )
     for name in graph_slots("reply"):
         # A slot picks its variant per run (built-in or a plugin's: nodes/variants.py).
-        g.add_node(name, cast(Any, slot(name, deps, platforms=reply_platforms)))
+        g.add_node(name, slot(name, deps, platforms=reply_platforms))
     g.add_edge(START, "observe")
     g.add_conditional_edges(
         "observe", route_after_observe, ["retrieve", "rank_context", "plan", END]

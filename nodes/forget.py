@@ -11,7 +11,7 @@ from typing import Any
 
 from nodes.deps import Deps
 from state.context import Context
-from state.forget import ForgetRequest, ForgetState
+from state.forget import EraseWrites, ForgetRequest, ForgetState
 from state.validation import validated
 from stores.base import Said, job_thread_id
 from stores.forget import Erased, erase
@@ -52,7 +52,7 @@ def request_of(state: ForgetState, deps: Deps) -> ForgetRequest:
 
 def report(
     erased: Erased, threads: int, copies: dict[str, Any], compacted: dict[str, str]
-) -> dict[str, Any]:
+) -> EraseWrites:
     return {
         "removed": {**erased.counts, "reply_threads": threads},
         "job_ids": erased.job_ids,
@@ -69,7 +69,7 @@ def streams_of(erased: Erased, request: ForgetRequest) -> list[str]:
     return sorted(set(erased.streams) | ({target.chat.key} if target.chat else set()))
 
 
-def forget(request: ForgetRequest, deps: Deps, wait_s: float = 30.0) -> dict[str, Any]:
+def forget(request: ForgetRequest, deps: Deps, wait_s: float = 30.0) -> EraseWrites:
     """Erase from the stores, then from the reply threads, then compact (in-process)."""
     erased = erase_for(request, deps, wait_s)
     threads = deps.reply_threads
@@ -79,7 +79,7 @@ def forget(request: ForgetRequest, deps: Deps, wait_s: float = 30.0) -> dict[str
     return report(erased, scrubbed, copies, deps.compact() if deps.compact else {})
 
 
-async def erase_node(state: ForgetState, ctx: Context, deps: Deps) -> dict[str, Any]:
+async def erase_node(state: ForgetState, ctx: Context, deps: Deps) -> EraseWrites:
     """The forget graph's node (on a LangGraph server: the server's own threads are
     scrubbed from inside it, between the stores and the compaction)."""
     request = request_of(state, deps)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from importlib.metadata import entry_points
-from typing import Any
+from typing import Any, Protocol
 
 from langgraph.runtime import Runtime
 from langgraph.types import Overwrite
@@ -43,7 +43,13 @@ VARIANT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 # (state, ctx, deps) -> its slot's Writes (or awaits them); deps is its graph's: the reply
 # graph's variants get ReplyDeps, the others Deps (the parameters are checked at registration)
 VariantFn = Callable[..., Any]
-NodeFn = Callable[[Any, Runtime[Context]], Any]
+
+
+class NodeFn(Protocol):
+    """A slot's node as LangGraph calls it (the run's runtime by keyword): what
+    ``StateGraph.add_node`` takes for a node of any state."""
+
+    def __call__(self, state: Any, *, runtime: Runtime[Context]) -> Any: ...
 
 
 class UnknownVariant(ValueError):
@@ -135,7 +141,7 @@ class Registry:
             raise VariantRefused(
                 f"variants.{slot}: {name!r} is taken (by {self.sources[slot, name]})"
             )
-        if source != BUILTIN and (problems := contract_problems(contract, fn)):
+        if problems := contract_problems(contract, fn):  # built-in or a plugin's alike
             raise VariantRefused(f"variants.{slot}: {name!r} " + "; ".join(problems))
         self.variants.setdefault(slot, {})[name] = fn
         self.sources[slot, name] = source
@@ -163,7 +169,8 @@ class Registry:
 
     def checked(self, slot: str, variant: str, out: Any) -> dict[str, Any]:
         """A variant's result, or VariantOutputError naming what a plugin's breaks of its
-        slot's contract (built-in variants are held to it by mypy and their tests)."""
+        slot's contract (a built-in's is checked when registered and by mypy strict: its
+        results are not checked again on every run)."""
         source = self.sources[slot, variant]
         if source != BUILTIN and (problems := output_problems(SLOTS[slot], out)):
             raise VariantOutputError(
@@ -280,7 +287,7 @@ def slot(
 
     if contract.asynchronous:
 
-        async def anode(state: Any, runtime: Runtime[Context]) -> dict[str, Any]:
+        async def anode(state: Any, *, runtime: Runtime[Context]) -> dict[str, Any]:
             ctx, variant = pick(state, runtime)
             out = variants[variant](state, ctx, deps)
             return checked(variant, await out if inspect.isawaitable(out) else out)
@@ -288,7 +295,7 @@ def slot(
         anode.__name__ = f"{name}_slot"
         return anode
 
-    def node(state: Any, runtime: Runtime[Context]) -> dict[str, Any]:
+    def node(state: Any, *, runtime: Runtime[Context]) -> dict[str, Any]:
         ctx, variant = pick(state, runtime)
         return checked(variant, variants[variant](state, ctx, deps))
 

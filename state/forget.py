@@ -63,13 +63,13 @@ class ForgetOutput(TypedDict, total=False):
     compacted: dict[str, str]
 
 
-class Erased(ForgetOutput, total=False):
+class EraseWrites(ForgetOutput, total=False):
     """What the erase slot writes (state.slots): the output and the jobs it took."""
 
     job_ids: list[str]
 
 
-class ForgetState(ForgetInput, Erased, total=False):
+class ForgetState(ForgetInput, EraseWrites, total=False):
     variants: dict[str, str]
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from langchain_core.messages import AnyMessage
+from langchain_core.messages import BaseMessage
+from langgraph.types import Overwrite
 from typing_extensions import TypedDict  # pydantic checks these on Python 3.11 (typing's it cannot)
 
-from state.forget import Erased, ForgetState
+from state.forget import EraseWrites, ForgetState
 from state.memory import MemoryJob, MemoryState
 from state.reply import Action, ChatState, Handled, PendingMessage, ReplyState
 
@@ -51,7 +52,7 @@ class PlanWrites(TypedDict, total=False):
 class ReplyWrites(TypedDict, total=False):
     reply: str
     tool_calls: list[dict[str, Any]]
-    model_messages: list[AnyMessage]  # the tool loop's turns (``tools`` runs the calls)
+    model_messages: list[BaseMessage]  # the tool loop's turns (``tools`` runs the calls)
     usage: Usage
     fallback: Fallback
 
@@ -63,7 +64,7 @@ class EmojiWrites(TypedDict, total=False):
 
 class HandOffWrites(TypedDict, total=False):
     handed_off: list[str]
-    model_messages: list[AnyMessage]
+    model_messages: list[BaseMessage]  # a removal of the run's tool loop
     handled: dict[str, Handled]
     pending: list[PendingMessage]
 
@@ -75,8 +76,9 @@ class IntakeWrites(TypedDict, total=False):
     attempts: int
     offending: list[str]
     reasons: list[str]
-    tried: list[dict[str, Any]]
-    usage: Usage
+    # a run starts them afresh: written past their reducers (checked as the value wrapped)
+    tried: list[dict[str, Any]] | Overwrite
+    usage: Usage | Overwrite
     degraded: bool
     written_by: str
     notes: list[str]
@@ -138,7 +140,7 @@ SLOTS: dict[str, Slot] = {
         Slot("quality_gate", "memory", MemoryState, QualityGateWrites, "rules"),
         Slot("embed", "memory", MemoryState, EmbedWrites, "default"),
         Slot("merge_profile", "memory", MemoryState, MergeProfileWrites, "rules"),
-        Slot("erase", "forget", ForgetState, Erased, "default", asynchronous=True),
+        Slot("erase", "forget", ForgetState, EraseWrites, "default", asynchronous=True),
     )
 }
 

@@ -95,7 +95,7 @@ def in_process(runtime: Runtime, threads: Callable[[str], ReplyThreads]) -> Eras
     async def forget(request: Request, who: Who, raw: dict[str, Any]) -> dict[str, Any]:
         def run() -> dict[str, Any]:
             deps = runtime.forget_deps(who.bot, threads(who.bot))
-            return erase(validate_request(raw, deps), deps)
+            return dict(erase(validate_request(raw, deps), deps))
 
         return await asyncio.to_thread(run)
 

@@ -4,7 +4,6 @@ same job twice leaves one document."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from langgraph.graph import END
 
@@ -13,6 +12,7 @@ from nodes.memory.importance import importance
 from nodes.memory.ties import ties_of
 from state.context import Context
 from state.memory import MemoryJob, MemoryState, current_job
+from state.slots import EmbedWrites
 from stores.base import EventRecord
 from stores.script import has_cjk
 
@@ -67,7 +67,7 @@ def event_for(
     )
 
 
-def embed(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
+def embed(state: MemoryState, ctx: Context, deps: Deps) -> EmbedWrites:
     event = event_for(state, deps.people(current_job(state).scope.key), deps.bot_id)
     deps.events.upsert(event)
     return {"status": "degraded" if event.degraded else "stored"}

@@ -13,6 +13,7 @@ from langgraph.types import Overwrite
 from nodes.deps import Deps
 from state.context import Context
 from state.memory import MemoryJob, MemoryState
+from state.slots import IntakeWrites
 from state.validation import validated
 
 
@@ -23,7 +24,7 @@ def validate_job(raw: Any, deps: Deps) -> MemoryJob:
 JOB_FIELDS = tuple(MemoryJob.model_fields)
 
 
-def intake(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
+def intake(state: MemoryState, ctx: Context, deps: Deps) -> IntakeWrites:
     raw = {k: v for k, v in state.items() if k in JOB_FIELDS}
     job = validate_job(raw, deps)
     return {

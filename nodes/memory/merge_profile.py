@@ -36,6 +36,7 @@ from nodes.model import Usage
 from nodes.prompt_blocks import DATA_HEADER, info_label, quoted
 from state.context import Context
 from state.memory import KeyFact, MemoryJob, MemoryState, current_job
+from state.slots import MergeProfileWrites
 from stores.base import GroupProfile, ProfileChange
 
 log = logging.getLogger("groupmind.memory")
@@ -145,7 +146,7 @@ def llm_change(job: MemoryJob, update: ProfileUpdate, current: Current) -> Profi
     return ProfileChange(request_id=job.request_id, relationship=rel, learned=learned, group=group)
 
 
-def merge_profile_llm(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
+def merge_profile_llm(state: MemoryState, ctx: Context, deps: Deps) -> MergeProfileWrites:
     chat = need_chat(deps)
     job = current_job(state)
     persona = state.get("persona_name", job.persona_id)
@@ -169,7 +170,7 @@ def merge_profile_llm(state: MemoryState, ctx: Context, deps: Deps) -> dict[str,
     return {"profile": done, "usage": usage.by_node("merge_profile", deps.prices)}
 
 
-def merge_profile_rules(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
+def merge_profile_rules(state: MemoryState, ctx: Context, deps: Deps) -> MergeProfileWrites:
     job = current_job(state)
     persona = state.get("persona_name", job.persona_id)
     info = in_their_words(job, persona)

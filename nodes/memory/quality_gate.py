@@ -13,13 +13,14 @@ still fails, and its ``reasons`` say why.
 from __future__ import annotations
 
 import logging
-from typing import Any, Literal
+from typing import Literal
 
 from nodes.deps import Deps
 from nodes.memory.judge import judge
 from nodes.memory.rewrite import rewrite_rules
 from state.context import Context
 from state.memory import MemoryJob, MemoryState, current_job
+from state.slots import QualityGateWrites
 
 log = logging.getLogger("groupmind.memory")
 
@@ -29,7 +30,7 @@ def known_names(state: MemoryState, job: MemoryJob) -> list[str]:
     return names + [m.user_name for m in job.recent_messages]
 
 
-def quality_gate(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
+def quality_gate(state: MemoryState, ctx: Context, deps: Deps) -> QualityGateWrites:
     job = current_job(state)
     persona = state.get("persona_name", job.persona_id)
     names = known_names(state, job)
@@ -42,7 +43,7 @@ def quality_gate(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]
         "penalty": verdict.penalty,
     }
     variant = (state.get("variants") or {}).get("rewrite", "rules")
-    out: dict[str, Any] = {
+    out: QualityGateWrites = {
         "offending": verdict.relative,
         "reasons": verdict.reasons,
         "tried": [tried],

@@ -10,7 +10,6 @@ times and places -> absolute ones.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from langchain_core.messages import HumanMessage
 
@@ -23,6 +22,7 @@ from nodes.model import Usage
 from nodes.prompt_blocks import DATA_HEADER, info_label, quoted
 from state.context import Context
 from state.memory import MemoryJob, MemoryState, current_job
+from state.slots import RewriteWrites
 from stores.text import has_cjk
 
 REWRITE_PROMPT = """你是一个旁观者（史官）。请把下面这段交流改写成绝对视角的一两句话。
@@ -93,7 +93,7 @@ def render_rewrite_prompt(state: MemoryState) -> str:
     return prompt + OUTPUT_CUE
 
 
-def rewrite_llm(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
+def rewrite_llm(state: MemoryState, ctx: Context, deps: Deps) -> RewriteWrites:
     """The historian's rewrite; a model error propagates (the job is retried later) and
     names the endpoint."""
     usage = Usage()
@@ -141,7 +141,7 @@ def rules_parts(job: MemoryJob, persona: str) -> tuple[str, str]:
     return action, info
 
 
-def rewrite_rules(state: MemoryState, ctx: Context, deps: Deps) -> dict[str, Any]:
+def rewrite_rules(state: MemoryState, ctx: Context, deps: Deps) -> RewriteWrites:
     job = current_job(state)
     action, info = rules_parts(job, state.get("persona_name", job.persona_id))
     return {"text": join_sentences(action, info), "attempts": state.get("attempts", 0) + 1}

@@ -50,7 +50,7 @@ class Seen:
             self.as_context.remove(message_id)
         self.seq = max(seq, self.seq or 0)
 
-    def as_state(self) -> dict[str, Any]:
+    def as_state(self) -> ReplyState:
         return {"seen_ids": self.ids, "seen_as_context": self.as_context, "seen_seq": self.seq or 0}
 
 

@@ -19,6 +19,7 @@ from nodes.deps import ReplyDeps
 from nodes.reply.hand_off import STICKER_LABEL
 from state.context import Context
 from state.reply import ReplyState, current_message
+from state.slots import EmojiWrites
 from stores.chroma import open_collection
 
 STICKERS = "stickers"
@@ -77,7 +78,7 @@ class StickerIndex:
         return self.library[str(doc.id)]
 
 
-def emoji(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
+def emoji(state: ReplyState, ctx: Context, deps: ReplyDeps) -> EmojiWrites:
     msg = current_message(state)
     sticker = deps.stickers.pick(msg.content)
     return {

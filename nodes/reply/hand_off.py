@@ -31,6 +31,7 @@ from state.reply import (
     current_message,
     handled,
 )
+from state.slots import HandOffWrites
 from stores.base import ContextUsage, StoredMessage, usage_id
 from stores.script import has_cjk
 
@@ -150,13 +151,13 @@ def enqueue(deps: ReplyDeps, jobs: list[MemoryJob]) -> list[str]:
     return [job.request_id for job in jobs]
 
 
-def hand_off(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
+def hand_off(state: ReplyState, ctx: Context, deps: ReplyDeps) -> HandOffWrites:
     msg = current_message(state)
     action = state.get("action", "no_reply")
     pending = list(state.get("pending", []))
     persona_id = state.get("persona_id", msg.persona_id)
     deps.foreground.leave(msg.stream)  # what follows is quick; memory may run after it
-    out: dict[str, Any] = {
+    out: HandOffWrites = {
         "handed_off": list(state.get("handed_off", [])),
         # the tool loop's conversation is this run's only: not kept on the thread
         "model_messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)],

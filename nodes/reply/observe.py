@@ -37,7 +37,7 @@ INTEREST_QUESTION = 0.15
 INTEREST_TOPIC = 0.1
 
 # Per-run fields, cleared at the start of every run so nothing leaks from the last one.
-FRESH: dict[str, Any] = {
+FRESH: ReplyState = {
     "action": "no_reply", "reason": "", "reply": "", "sticker": {}, "context_ids": [],
     "ranked": [], "memory_ids": [], "relation_block": "", "memory_block": "",
     "context_fallback": "", "replans": 0, "replan": False, "tool_calls": [], "handed_off": [],
@@ -46,13 +46,14 @@ FRESH: dict[str, Any] = {
 }  # fmt: skip
 
 
-def fresh() -> dict[str, Any]:
-    """Every per-run field cleared, accumulating ones (tool loop, fallbacks, usage) too."""
+def fresh() -> ReplyState:
+    """Every per-run field cleared, accumulating ones (tool loop, fallbacks, usage) too:
+    written past their reducers (a removal, an ``Overwrite``), not as the values read."""
     return {
         **FRESH,
-        "model_messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)],
-        "fallback": Overwrite([]),
-        "usage": Overwrite({}),
+        "model_messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)],  # type: ignore[list-item]
+        "fallback": Overwrite([]),  # type: ignore[typeddict-item]
+        "usage": Overwrite({}),  # type: ignore[typeddict-item]
     }
 
 
@@ -95,7 +96,7 @@ def decayed(interest: float, since: float | None, now: float, half_life_s: float
     return interest * math.pow(0.5, (now - since) / half_life_s)
 
 
-def observe(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
+def observe(state: ReplyState, ctx: Context, deps: ReplyDeps) -> ReplyState:
     waiting: Any = state.get("message")
     inbox = list(waiting) if isinstance(waiting, list) else [waiting]  # the run's own is last
     msg = validate_message(inbox[-1] if inbox else None, deps)
@@ -109,7 +110,7 @@ def observe(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
         )
     store = deps.messages
     seen = Seen(state)
-    out: dict[str, Any] = {**fresh(), "message": Overwrite([]), "msg": msg}
+    out: ReplyState = {**fresh(), "message": Overwrite([]), "msg": msg}  # type: ignore[typeddict-item]
     pending = list(state.get("pending", []))
     done = state.get("handled", {}).get(msg.message_id)
     if done is not None:  # a redelivery of a message handled before: what was decided

@@ -35,6 +35,7 @@ from nodes.model import Usage
 from nodes.prompt_blocks import DATA_HEADER, render_context, render_latest
 from state.context import Context
 from state.reply import Action, ChatState, ReplyState, current_message
+from state.slots import PlanWrites
 
 log = logging.getLogger("groupmind.reply")
 EMOJI_SHARE = 0.25  # of the replies chance taken as a sticker instead of words
@@ -95,8 +96,9 @@ def decide_rules(state: ReplyState, deps: ReplyDeps) -> tuple[Action, str]:
     return "no_reply", f"{odds} = {chance:.2f} ≤ roll {die:.2f}"
 
 
-def transition(state: ReplyState, action: Action, deps: ReplyDeps) -> dict[str, Any]:
-    """The chat-state move that follows this decision, mirrored for the FOCUSED cap."""
+def transition(state: ReplyState, action: Action, deps: ReplyDeps) -> tuple[PlanWrites, str]:
+    """The chat-state move that follows this decision, mirrored for the FOCUSED cap, and
+    what moved ("" when nothing did)."""
     rules = deps.chat_rules
     chat_state: ChatState = state.get("chat_state", "ABSENT")
     count = state.get("no_reply_count", 0) + 1 if action == "no_reply" else 0
@@ -119,15 +121,15 @@ def transition(state: ReplyState, action: Action, deps: ReplyDeps) -> dict[str, 
             note = f"stays CHAT: {others} chats already FOCUSED (cap {rules.focused_cap})"
     if deps.chat_states is not None and chat_state != state.get("chat_state"):
         deps.chat_states.set_state(state["stream"], chat_state)
-    return {"chat_state": chat_state, "no_reply_count": count, "transition": note}
+    return {"chat_state": chat_state, "no_reply_count": count}, note
 
 
-Decision = tuple[Action, str, dict[str, Any]]  # action, reason, extra state (usage, fallback)
+Decision = tuple[Action, str, PlanWrites]  # action, reason, extra state (usage, fallback)
 
 
 def _plan(
     state: ReplyState, deps: ReplyDeps, decide: Callable[[ReplyState, ReplyDeps], Decision]
-) -> dict[str, Any]:
+) -> PlanWrites:
     newer = (
         newer_messages(state, deps) if state.get("replans", 0) < deps.chat_rules.max_replans else []
     )
@@ -143,8 +145,7 @@ def _plan(
             "reason": f"re-plan: {len(newer)} newer message(s) arrived",
         }
     action, reason, extra = decide(state, deps)
-    moved = transition(state, action, deps)
-    note = moved.pop("transition")
+    moved, note = transition(state, action, deps)
     reason = f"{reason}; {note}" if note else reason
     return {**extra, **moved, "replan": False, "action": action, "reason": reason}
 
@@ -154,7 +155,7 @@ def _by_rules(state: ReplyState, deps: ReplyDeps) -> Decision:
     return action, reason, {}
 
 
-def plan_rules(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
+def plan_rules(state: ReplyState, ctx: Context, deps: ReplyDeps) -> PlanWrites:
     return _plan(state, deps, _by_rules)
 
 
@@ -211,7 +212,7 @@ def _by_model(state: ReplyState, deps: ReplyDeps) -> Decision:
     return plan.action, plan.reason, {"usage": usage.by_node("plan", deps.prices)}
 
 
-def plan_llm(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
+def plan_llm(state: ReplyState, ctx: Context, deps: ReplyDeps) -> PlanWrites:
     return _plan(state, deps, _by_model)
 
 

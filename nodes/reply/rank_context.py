@@ -17,12 +17,12 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from nodes.deps import ReplyDeps
 from nodes.settings import RankSettings
 from state.context import Context
 from state.reply import ReplyState, current_message
+from state.slots import RankContextWrites
 from stores.base import MessageStore, StoredMessage
 
 log = logging.getLogger("groupmind.reply")
@@ -212,7 +212,7 @@ def _recent(store: MessageStore, trigger: StoredMessage, rank: RankSettings) -> 
     )
 
 
-def rank_weighted(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
+def rank_weighted(state: ReplyState, ctx: Context, deps: ReplyDeps) -> RankContextWrites:
     store = deps.messages
     rank = deps.rank
     trigger = _trigger(state, store)
@@ -235,7 +235,7 @@ def rank_weighted(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str,
     }
 
 
-def rank_recent(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
+def rank_recent(state: ReplyState, ctx: Context, deps: ReplyDeps) -> RankContextWrites:
     store = deps.messages
     trigger = _trigger(state, store)
     recent = _recent(store, trigger, deps.rank)

@@ -36,6 +36,7 @@ from nodes.reply.observe import without_addressing
 from nodes.reply.tools import TOOL_NAMES, tool_schemas
 from state.context import Context
 from state.reply import ChatMessage, ReplyState, current_message
+from state.slots import ReplyWrites
 from stores.base import profile_view
 from stores.text import terms
 
@@ -75,7 +76,7 @@ def build_messages(deps: ReplyDeps, state: ReplyState, msg: ChatMessage) -> list
     return messages
 
 
-def reply_llm(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
+def reply_llm(state: ReplyState, ctx: Context, deps: ReplyDeps) -> ReplyWrites:
     """One round of the tool loop: the model answers, or asks for tools (the graph's
     ``tools`` node runs them and comes back here), at most ``max_tool_rounds`` times."""
     chat = need_chat(deps)
@@ -103,7 +104,7 @@ def reply_llm(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any
             "fallback": [{"slot": "reply", "kind": exc.kind, "error": str(exc)}],
             "usage": usage.by_node("reply", deps.prices),
         }
-    out: dict[str, Any] = {
+    out: ReplyWrites = {
         "model_messages": [*new, answer],
         "usage": usage.by_node("reply", deps.prices),
     }
@@ -188,7 +189,7 @@ def recalled_line(question: str, texts: list[str], names: set[str]) -> str | Non
     return best if best and overlap(best) else None
 
 
-def reply_rules(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
+def reply_rules(state: ReplyState, ctx: Context, deps: ReplyDeps) -> ReplyWrites:
     msg = current_message(state)
     remembered = [e.text for e in deps.events.get(state.get("memory_ids", []))]
     store = deps.messages

@@ -7,19 +7,19 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
-from typing import Any
 
 from nodes.deps import ReplyDeps
 from nodes.prompt_blocks import render_memory_block, render_relation_block
 from nodes.reply.observe import memory_query
 from state.context import Context
 from state.reply import ReplyState, current_message
+from state.slots import RetrieveWrites
 from stores.base import profile_view
 
 _pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="retrieve")
 
 
-def retrieve(state: ReplyState, ctx: Context, deps: ReplyDeps) -> dict[str, Any]:
+def retrieve(state: ReplyState, ctx: Context, deps: ReplyDeps) -> RetrieveWrites:
     msg = current_message(state)
     persona_id = state.get("persona_id", msg.persona_id)
     query = memory_query(msg, persona_id, ctx, deps)
