@@ -24,6 +24,7 @@ from state.validation import (
     Line,
     Text,
     as_id,
+    as_ids,
     as_key_part,
     chat_id_of,
     context_limits,
@@ -113,11 +114,7 @@ class MemoryJob(BaseModel):
     @field_validator("to", mode="before")
     @classmethod
     def _to(cls, value: Any) -> list[str]:
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            raise ValueError(f"must be a list of user ids, got {type(value).__name__}")
-        return list(dict.fromkeys(as_id(v, "to") for v in value))
+        return list(dict.fromkeys(as_ids(value, "to", MAX_RECENT_MESSAGES)))
 
     @field_validator("request_id", "user_id", mode="before")
     @classmethod

@@ -17,6 +17,7 @@ from state.validation import (
     ChatTypeField,
     Line,
     as_id,
+    as_ids,
     as_key_part,
     chat_id_of,
     context_limits,
@@ -77,13 +78,7 @@ class ChatMessage(BaseModel):
     @field_validator("mentions", mode="before")
     @classmethod
     def _mentions(cls, value: Any) -> list[str]:
-        if value is None:
-            return []
-        if not isinstance(value, list):
-            raise ValueError(f"must be a list of user ids, got {type(value).__name__}")
-        if len(value) > MAX_MENTIONS:
-            raise ValueError(f"has {len(value)} ids, over the limit of {MAX_MENTIONS}")
-        return [as_id(v, "mentions") for v in value]
+        return as_ids(value, "mentions", MAX_MENTIONS)
 
     @field_validator("content", mode="before")
     @classmethod

@@ -111,6 +111,17 @@ def as_id(value: Any, field: str) -> str:
     return clean(text, multiline=False)
 
 
+def as_ids(value: Any, field: str, limit: int) -> list[str]:
+    """A list of user ids (None: none), each as ``as_id`` makes it, at most ``limit``."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"must be a list of user ids, got {type(value).__name__}")
+    if len(value) > limit:
+        raise ValueError(f"has {len(value)} ids, over the limit of {limit}")
+    return [as_id(v, field) for v in value]
+
+
 def as_key_part(value: Any, field: str) -> str:
     """A platform or persona id: an id that also stands in chat keys, so it may not hold
     the key separator (two chats would otherwise share a key)."""
