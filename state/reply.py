@@ -123,8 +123,10 @@ class PendingMessage(TypedDict):
     content: str
     timestamp: str
     from_bot: bool
-    # whom it answered or @-mentioned: the message replied to, the user ids it @s
+    # whom it answered or @-mentioned: the message replied to (and, as observe read it,
+    # that message: {user_id, user_name, content}), the user ids it @s
     reply_to: NotRequired[str | None]
+    replied: NotRequired[dict[str, str]]
     mentions: NotRequired[list[str]]
 
 

@@ -55,10 +55,14 @@ class Seen:
 
 
 def pending_of(
-    m: StoredMessage | ChatMessage, deps: ReplyDeps, from_bot: bool = False
+    m: StoredMessage | ChatMessage,
+    deps: ReplyDeps,
+    from_bot: bool = False,
+    replied: StoredMessage | None = None,
 ) -> PendingMessage:
+    """``replied``: the message ``m`` replies to, when the caller read it already."""
     when = m.timestamp if isinstance(m, ChatMessage) else _iso(m.timestamp, deps)
-    return PendingMessage(
+    pending = PendingMessage(
         message_id=m.message_id,
         user_id=m.user_id,
         user_name=m.user_name,
@@ -68,6 +72,10 @@ def pending_of(
         reply_to=m.reply_to,
         mentions=list(m.mentions),
     )
+    if replied is not None:
+        pending["replied"] = {"user_id": replied.user_id, "user_name": replied.user_name,
+                              "content": replied.content}  # fmt: skip
+    return pending
 
 
 def _iso(seconds: float, deps: ReplyDeps) -> str:

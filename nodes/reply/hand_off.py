@@ -20,7 +20,6 @@ from langchain_core.messages import RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from nodes.deps import ReplyDeps
-from nodes.reply.arrivals import pending_of
 from state.context import Context
 from state.memory import MemoryJob, build_job
 from state.reply import (
@@ -61,17 +60,14 @@ def jobs_from_buffer(
     answered_user: str | None = None,
     action: str = "",
     variants: Mapping[str, str] | None = None,
-    earlier: Mapping[str, PendingMessage] | None = None,
 ) -> list[MemoryJob]:
     """One memory job per user who spoke in the buffer (the bot's own lines are context),
     built within the deployment's limits (``context``: ``Deps.validation``). Whom each
-    answered or @-mentioned is its ``to``: the authors of the messages they replied to,
-    in the buffer or ``earlier`` (by message id: those messages lead its recent ones)."""
+    answered or @-mentioned is its ``to``; a message they answered from before the buffer
+    (as observe read it) leads its recent messages."""
     if not pending:
         return []
-    earlier = dict(earlier or {})
-    authors = {i: m["user_id"] for i, m in earlier.items()}
-    authors.update({p["message_id"]: p["user_id"] for p in pending})
+    inside = {p["message_id"]: p["user_id"] for p in pending}
     bots = {p["user_id"] for p in pending if p["from_bot"]}
     last_id = pending[-1]["message_id"]
     recent = [
@@ -82,7 +78,7 @@ def jobs_from_buffer(
     speakers = dict.fromkeys(p["user_id"] for p in pending if not p["from_bot"])
     for user_id in speakers:
         said = [p for p in pending if p["user_id"] == user_id]
-        parents = [_recent(earlier[r]) for p in said if (r := p.get("reply_to")) in earlier]
+        parents = [p["replied"] for p in said if "replied" in p and p.get("reply_to") not in inside]
         jobs.append(
             build_job(
                 context,
@@ -98,7 +94,7 @@ def jobs_from_buffer(
                 persona_id=persona_id,
                 timestamp=said[-1]["timestamp"],
                 recent_messages=parents + [r for r in recent if r["user_id"] != user_id] or recent,
-                to=[u for u in _to(said, authors) if u != user_id and u not in bots],
+                to=[u for u in _to(said, inside) if u != user_id and u not in bots],
                 new_info_by="user",  # their own words: 我 is the speaker
                 variants=dict(variants or {}),
             )
@@ -106,30 +102,17 @@ def jobs_from_buffer(
     return jobs
 
 
-def _to(said: list[PendingMessage], authors: Mapping[str, str]) -> list[str]:
+def _to(said: list[PendingMessage], inside: Mapping[str, str]) -> list[str]:
+    """Whom these messages answered (their authors, in the buffer or as observe read them)
+    and @-mentioned."""
     found: list[str] = []
     for p in said:
-        parent = p.get("reply_to")
-        if parent and parent in authors:
-            found.append(authors[parent])
+        if "replied" in p:
+            found.append(p["replied"]["user_id"])
+        elif (parent := p.get("reply_to")) and parent in inside:
+            found.append(inside[parent])
         found += p.get("mentions", [])
     return list(dict.fromkeys(found))
-
-
-def _recent(m: PendingMessage) -> dict[str, str]:
-    return {"user_id": m["user_id"], "user_name": m["user_name"], "content": m["content"]}
-
-
-def replied_earlier(
-    deps: ReplyDeps, msg: ChatMessage, persona_id: str, pending: list[PendingMessage]
-) -> dict[str, PendingMessage]:
-    """The messages from before the buffer that its messages reply to, by id."""
-    inside = {p["message_id"] for p in pending}
-    wanted = [r for p in pending if (r := p.get("reply_to")) and r not in inside]
-    if not wanted:
-        return {}
-    found = deps.messages.get(msg.stream, persona_id, wanted)
-    return {m.message_id: pending_of(m, deps) for m in found}
 
 
 def reply_summary(user_name: str, said: str) -> str:
@@ -182,7 +165,6 @@ def hand_off(state: ReplyState, ctx: Context, deps: ReplyDeps) -> HandOffWrites:
         jobs = jobs_from_buffer(
             pending, msg, persona_id, deps.validation, answered_user=msg.user_id,
             action=summary, variants=state.get("memory_variants"),
-            earlier=replied_earlier(deps, msg, persona_id, pending),
         )  # fmt: skip
         deps.background.submit(record_usage, deps, usage_of(state, msg, said))
         # the memories the reply was given are recalled: they fade slower
@@ -191,9 +173,8 @@ def hand_off(state: ReplyState, ctx: Context, deps: ReplyDeps) -> HandOffWrites:
         )
     elif len(pending) >= deps.chat_rules.buffer_max:
         jobs = jobs_from_buffer(
-            pending, msg, persona_id, deps.validation, variants=state.get("memory_variants"),
-            earlier=replied_earlier(deps, msg, persona_id, pending),
-        )  # fmt: skip
+            pending, msg, persona_id, deps.validation, variants=state.get("memory_variants")
+        )
     else:
         return {**out, "pending": pending}
     out["handed_off"] += enqueue(deps, jobs)

@@ -163,7 +163,7 @@ def observe(state: ReplyState, ctx: Context, deps: ReplyDeps) -> ReplyState:
         interest += INTEREST_MENTION * addressed + INTEREST_REPLY_TO_BOT * reply_to_bot
         interest += INTEREST_QUESTION * question + INTEREST_TOPIC * _on_topic(state, stored)
     if first_time:
-        pending.append(pending_of(msg, deps, from_bot=from_self))
+        pending.append(pending_of(msg, deps, from_self, parent[0] if parent else None))
     if thread_id is not None and deps.run_inbox is not None:
         deps.run_inbox.take(
             thread_id, [str(m.get("message_id")) for m in journaled] + [msg.message_id]

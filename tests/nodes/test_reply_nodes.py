@@ -322,24 +322,26 @@ def test_a_chats_model_requests_open_with_the_same_system_message(deps: Deps) ->
 
 def test_a_reply_says_whom_it_answered_and_brings_the_message_it_answered() -> None:
     """Buffer of one (a busy chat hands off often): the message replied to is from before
-    it, and is what the speaker's 你 and their tie point at."""
+    it, as observe read it, and is what the speaker's 你 and their tie point at."""
     msg = ChatMessage.model_validate(message("x"))
     at = "2026-11-16T10:00:00+08:00"
-    earlier: dict[str, Any] = {
-        "m5": {"message_id": "m5", "user_id": "u1", "user_name": "小明",
-               "content": "我们坐地铁去吧", "timestamp": at, "from_bot": False},
-    }  # fmt: skip
+    answered = {"user_id": "u1", "user_name": "小明", "content": "我们坐地铁去吧"}
     pending: list[Any] = [
         {"message_id": "m6", "user_id": "u3", "user_name": "阿杰", "content": "我开车",
          "timestamp": at, "from_bot": False},
         {"message_id": "m9", "user_id": "u2", "user_name": "小红", "content": "不对，你说要开车",
-         "timestamp": at, "from_bot": False, "reply_to": "m5", "mentions": ["u4", "bot"]},
+         "timestamp": at, "from_bot": False, "reply_to": "m5", "replied": answered,
+         "mentions": ["u4", "bot"]},
     ]  # fmt: skip
     ctx = {"limits": Limits(max_text_chars=4000)}
-    hong = jobs_from_buffer(pending, msg, "default", ctx, earlier=earlier)[1]
+    hong = jobs_from_buffer(pending, msg, "default", ctx)[1]
     assert hong.to == ["u1", "u4", "bot"]  # the bot's id: no member, so no tie (ties_of)
     assert hong.recent_messages[0].content == "我们坐地铁去吧"
     addressed = hong.addressed()
     assert addressed is not None and addressed.user_name == "小明"  # not 阿杰, who spoke last
+    del pending[1]["replied"]  # a message caught up later: only the buffer says who wrote
     plain = jobs_from_buffer(pending, msg, "default", ctx)[1]
     assert plain.to == ["u4", "bot"] and plain.addressed().user_name == "阿杰"  # type: ignore[union-attr]
+    pending[1]["reply_to"] = "m6"  # a reply inside the buffer: its author, nothing repeated
+    inside = jobs_from_buffer(pending, msg, "default", ctx)[1]
+    assert inside.to == ["u3", "u4", "bot"] and len(inside.recent_messages) == 1
