@@ -90,7 +90,7 @@ class MemoryJob(BaseModel):
     recent_messages: list[RecentMessage] = Field(default_factory=list)
     # Whom the speaker answered or @-mentioned (user ids): the replies and @s they sent, as
     # the reply graph saw them; none given, the last other speaker is whom they answered.
-    to: list[str] = Field(default_factory=list, max_length=MAX_RECENT_MESSAGES)
+    to: list[str] = Field(default_factory=list)
     # Who wrote new_info (seed 003): "bot", the bot's end tool (我 = the bot, 你 = the user),
     # the seed's contract and the default; "user", the user's own words (我 = the user), as
     # groupmind's hand-off passes them.
