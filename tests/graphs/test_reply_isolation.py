@@ -216,3 +216,22 @@ def test_a_repeated_tool_call_is_not_run_again(deps: Deps) -> None:
     )
     assert out["reply"] == "没有找到相关的记忆" and len(out["tool_calls"]) == 1
     assert "不要再调用工具了" in model.last_prompt()
+
+
+def test_the_circle_a_profile_shows_the_model_is_this_chats_and_personas(deps: Deps) -> None:
+    """Ties are read as events are: another chat's, another persona's never reach the
+    model's tool result."""
+    from stores.ties import Tie
+
+    for event_id, chat_id, persona, tie in (
+        ("t-b", "B", "default", Tie("30003", "阿杰", "stated", "室友")),
+        ("t-a", "A", "default", Tie("10001", "小明", "stated", "同事")),
+        ("t-meow", "B", "meow", Tie("40004", "老王", "stated", "邻居")),
+    ):
+        deps.events.upsert(EventRecord(
+            id=event_id, text=f"小红说{tie.other_name}是她的{tie.label}", platform="qq",
+            chat_type="group", chat_id=chat_id, persona_id=persona, timestamp=1_794_900_000.0,
+            user_id="20001", user_name="小红", ties=(tie,),
+        ))  # fmt: skip
+    (profile,) = run_tools(deps, [tool_call("get_profile", target_id="20001", target_type="user")])
+    assert profile["circle"] == [{"name": "阿杰", "ties": {"stated": 1}, "relations": ["室友"]}]
