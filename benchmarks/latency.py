@@ -269,10 +269,10 @@ def main() -> None:
         hold_s = hold_seconds(runtime.deps)
         checkpointer = make_checkpointer(runtime.settings)
         arms: dict[str, Any] = {}
-        stub = replace(runtime.deps, chat=StubChat())
+        stub = runtime.deps.with_chat(StubChat())
         events = runtime.deps.events
         cold = HybridEventStore(  # nothing held: a chat searched by exact_first's rule
-            events.vector, events.lexical, bot=runtime.deps.bot_id, max_vectors_held=0
+            events.vector, events.lexical, bot=runtime.deps.limits.bot_id, max_vectors_held=0
         )
         not_held_deps = replace(runtime.deps, events=cold)
         unheld = replace(
@@ -280,7 +280,7 @@ def main() -> None:
             events=HybridEventStore(
                 events.vector,
                 events.lexical,
-                bot=runtime.deps.bot_id,
+                bot=runtime.deps.limits.bot_id,
                 max_vectors_held=0,
                 exact_max=0,  # every dense search in Chroma
             ),

@@ -102,7 +102,7 @@ def searches(runtime: Any, chats: int, count: int) -> tuple[list[float], float]:
     for chat in asked:
         query = EventQuery(text="预热", platform="qq", chat_type="group", chat_id=chat,
                            persona_id="default")  # fmt: skip
-        key = (runtime.deps.bot_id, query.scope, query.persona_id)
+        key = (runtime.deps.limits.bot_id, query.scope, query.persona_id)
         events.search(query)
         deadline = time.monotonic() + 120
         while not events.held.holds(key) and time.monotonic() < deadline:

@@ -10,7 +10,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
-from nodes.deps import Deps
+from nodes.deps import ForgetDeps
 from nodes.variants import slot
 from state.context import Context
 from state.forget import ForgetInput, ForgetOutput, ForgetState, forget_platforms
@@ -18,7 +18,7 @@ from state.forget import ForgetInput, ForgetOutput, ForgetState, forget_platform
 ForgetGraph = CompiledStateGraph[ForgetState, Context, ForgetInput, ForgetOutput]
 
 
-def build_forget_graph(deps: Deps, *, checkpointer: Checkpointer = None) -> ForgetGraph:
+def build_forget_graph(deps: ForgetDeps, *, checkpointer: Checkpointer = None) -> ForgetGraph:
     g = StateGraph(
         ForgetState, context_schema=Context, input_schema=ForgetInput, output_schema=ForgetOutput
     )

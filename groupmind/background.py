@@ -32,7 +32,7 @@ class BackgroundWorker:
         while not self._stop.is_set():
             self.wake.clear()
             # Replies first: wait for a 0.1 s pause in replies, never more than yield_s per job.
-            self.worker.deps.foreground.wait_quiet(0.1, self.yield_s)
+            self.worker.deps.process.foreground.wait_quiet(0.1, self.yield_s)
             try:
                 ran = self.worker.run_next() is not None
             except Exception:  # noqa: BLE001 - keep serving; the job keeps its error
@@ -46,7 +46,7 @@ class BackgroundWorker:
     def _between_steps(self) -> None:
         # Within a job: wait out the reply in flight (a step is milliseconds; replies come
         # first), never more than STEP_YIELD_S a step, so a busy chat cannot starve memory.
-        self.worker.deps.foreground.wait_quiet(REPLY_GAP_S, STEP_YIELD_S)
+        self.worker.deps.process.foreground.wait_quiet(REPLY_GAP_S, STEP_YIELD_S)
 
     def drain(self, timeout_s: float = 120.0, *, retries: bool = False) -> bool:
         """Wait until no job is due or running (a CLI run that must finish its memory);

@@ -26,7 +26,7 @@ def checked_variants(asked: dict[str, str], deps: Deps) -> dict[str, str]:
     """Variants asked for by name (``--variant``), for any slot of either graph; raises
     UnknownVariant naming the first slot or variant that does not exist, was refused, or
     cannot run (``llm`` without a model)."""
-    registry().check(asked, has_model=deps.chat is not None)
+    registry().check(asked, has_model=deps.model.chat is not None)
     return asked
 
 
@@ -72,14 +72,14 @@ def run_reply(
     """The reply graph's whole output for one message (``ReplyOutput``: the ranking, usage
     and fallbacks included), with the message's id."""
     msg = validate_message(raw, deps)
-    adopt_legacy_thread(graph, msg.stream, deps.bot_id)
+    adopt_legacy_thread(graph, msg.stream, deps.limits.bot_id)
     config: Any = {
-        **thread_config(msg.stream, deps.bot_id),
+        **thread_config(msg.stream, deps.limits.bot_id),
         "run_name": "reply",
         "metadata": {
             "stream": msg.stream,
             "message_id": msg.message_id,
-            "bot_id": deps.bot_id,
+            "bot_id": deps.limits.bot_id,
             "variants": dict(context.variants),
         },
         "callbacks": callbacks or [],
@@ -93,13 +93,15 @@ _pruners: WeakKeyDictionary[BaseCheckpointSaver[str], ThreadPruner] = WeakKeyDic
 
 
 def _pruned(graph: ReplyGraph, deps: Deps, thread_id: str) -> None:
-    """The thread ran once more: its history goes every ``deps.reply_history`` runs."""
+    """The thread ran once more: its history goes every ``deps.knobs.reply_history`` runs."""
     saver = graph.checkpointer
-    if not isinstance(saver, BaseCheckpointSaver) or not deps.reply_history:
+    if not isinstance(saver, BaseCheckpointSaver) or not deps.knobs.reply_history:
         return
     pruner = _pruners.get(saver)
     if pruner is None:
-        pruner = _pruners[saver] = ThreadPruner(saver, deps.reply_history, deps.background.submit)
+        pruner = _pruners[saver] = ThreadPruner(
+            saver, deps.knobs.reply_history, deps.process.background.submit
+        )
     pruner.ran(thread_id)
 
 

@@ -298,8 +298,12 @@ def profile(
             out.rule(f"learned in {chat.key}")
             out.print(render_relation_block(view, chat, STATE.settings.tz))
     else:
-        view = profile_view(session.deps.profiles, user_id, shown_in, session.deps.profile_sharing)
-        out.rule(f"what {shown_in.key} sees (PROFILE_SHARING={session.deps.profile_sharing})")
+        view = profile_view(
+            session.deps.profiles, user_id, shown_in, session.deps.limits.profile_sharing
+        )
+        out.rule(
+            f"what {shown_in.key} sees (PROFILE_SHARING={session.deps.limits.profile_sharing})"
+        )
         out.print(render_relation_block(view, shown_in, STATE.settings.tz))
         for tie in data["circle"]:
             counts = ", ".join(f"{kind} {n}" for kind, n in tie["counts"].items())
@@ -645,7 +649,7 @@ def compact(
 
     session = open_session(STATE.settings, bot=STATE.bot)  # with its checkpointer: history too
     runtime = session.runtime
-    sealed = VectorBlocks(runtime.engine, tenant(session.deps.bot_id)).seal_all()
+    sealed = VectorBlocks(runtime.engine, tenant(session.deps.limits.bot_id)).seal_all()
     out.print(f"vectors: {sealed} sealed in blocks")
     events = session.deps.events
     if isinstance(events, HybridEventStore):  # rows written by older versions hold the text

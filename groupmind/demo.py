@@ -112,7 +112,7 @@ def run_demo(settings: Settings, out: Console) -> None:
         )
         found = found or "[dim]nothing in this scope[/dim]"
         out.print(f"  {why}: {found}")
-    sharing = session.deps.profile_sharing
+    sharing = session.deps.limits.profile_sharing
     out.rule(f"3 · what each chat may see of 小明 (seed 000 §4 block; PROFILE_SHARING={sharing})")
     for chat_type, chat_id, where in VIEWS:
         chat = ChatScope(platform="qq", chat_type=chat_type, chat_id=chat_id)
@@ -131,7 +131,7 @@ def _show(
               f"[bold]{msg.user_name}[/bold]: {msg.content}")  # fmt: skip
     style = ACTION_STYLE[r["action"]]
     out.print(f"  plan    [{style}]{r['action']}[/] · chat {r['chat_state']} · {r['reason']}")
-    state = graph.get_state(thread_config(msg.stream, session.deps.bot_id)).values
+    state = graph.get_state(thread_config(msg.stream, session.deps.limits.bot_id)).values
     scores = {i: s for i, s in state.get("ranked", [])}
     if r["context_ids"]:
         store = session.deps.messages

@@ -52,7 +52,7 @@ def export_chat(
             "user_id": m.user_id,
             "user_name": m.user_name,
             "content": m.content,
-            "timestamp": datetime.fromtimestamp(m.timestamp, deps.tz).isoformat(),
+            "timestamp": datetime.fromtimestamp(m.timestamp, deps.limits.tz).isoformat(),
             "persona_id": m.persona_id,
         }
         if chat_name:

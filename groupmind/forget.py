@@ -15,9 +15,8 @@ from graphs.reply import ReplyGraph
 from groupmind.threads import thread_config
 from groupmind.wiring import Runtime
 from nodes.forget import forget as erase_everywhere
-from nodes.reply.observe import FRESH
 from state.forget import ForgetRequest
-from state.reply import Handled
+from state.reply import Handled, run_start
 from stores.base import Said
 
 ERASED: Handled = {"action": "no_reply", "reason": "its answer was erased (forget)", "reply": ""}
@@ -47,7 +46,7 @@ def without_them(
         for k, v in (values.get("handled") or {}).items()
     }
     kept = {k: v for k, v in values.items() if k not in ("message", "msg")}
-    return {**kept, **FRESH, "pending": pending, "handled": handled}
+    return {**kept, **run_start(past_reducers=False), "pending": pending, "handled": handled}
 
 
 class CheckpointThreads:

@@ -27,14 +27,14 @@ def profile_json(
     deps: Deps, platform: str, user_id: str, shown_in: ChatScope | None = None
 ) -> dict[str, Any] | None:
     if shown_in is not None:
-        view = profile_view(deps.profiles, user_id, shown_in, deps.profile_sharing)
+        view = profile_view(deps.profiles, user_id, shown_in, deps.limits.profile_sharing)
         if view.relationship is None and not view.learned:
             return None
         return {
             "platform": platform,
             "user_id": user_id,
             "shown_in": shown_in.key,
-            "sharing": deps.profile_sharing,
+            "sharing": deps.limits.profile_sharing,
             "relationship": asdict(view.relationship) if view.relationship else None,
             "learned": [_learned(lp) for lp in view.learned],
             "key_facts": view.key_facts,

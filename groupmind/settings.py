@@ -6,12 +6,14 @@ and always beat the environment.
 
 from __future__ import annotations
 
+from dataclasses import fields, replace
+from functools import lru_cache
 from importlib.resources import files
 from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from domain.limits import DEFAULTS, Limits
@@ -204,12 +206,10 @@ class Settings(BaseSettings):
     # Memory graph knobs.
     max_gate_attempts: int = Field(
         default=DEFAULTS.max_gate_attempts,
-        ge=1,
-        le=10,
         description="rewrites before the least bad text is stored (degraded if it still fails)",
     )
     max_text_chars: int = Field(
-        default=DEFAULTS.max_text_chars, ge=100, description="per message, per text of a job"
+        default=DEFAULTS.max_text_chars, description="per message, per text of a job"
     )
     job_max_attempts: int = Field(default=10, ge=1, description="a memory job's tries")
     job_backoff_base_s: float = Field(default=2.0, gt=0, description="first retry's wait")
@@ -303,11 +303,6 @@ class Settings(BaseSettings):
     def _bot_id(cls, value: str) -> str:
         return check_bot_id(value)
 
-    @field_validator("default_platform")
-    @classmethod
-    def _default_platform(cls, value: str) -> str:
-        return check_key_part(value, "default_platform")
-
     @field_validator("bots")
     @classmethod
     def _distinct_bots(cls, bots: list[BotKey]) -> list[BotKey]:
@@ -321,15 +316,27 @@ class Settings(BaseSettings):
     def tz(self) -> ZoneInfo:
         return ZoneInfo(self.timezone)
 
+    @model_validator(mode="after")
+    def _limits_hold(self) -> Settings:
+        self.limits  # noqa: B018 - Limits holds each limit's rule (ValueError names it)
+        return self
+
     @property
     def limits(self) -> Limits:
-        """The deployment's defaults and limits, as validation reads them."""
-        return Limits(
-            tz=self.tz, default_platform=self.default_platform,
-            max_text_chars=self.max_text_chars, bot_id=self.bot_id, bot_name=self.bot_name,
-            bot_name_en=self.bot_name_en,
-            profile_sharing=self.profile_sharing, max_gate_attempts=self.max_gate_attempts,
-        )  # fmt: skip
+        """The deployment's defaults and limits, as validation reads them (its own bot's)."""
+        named = {f.name for f in fields(Limits)} & set(type(self).model_fields)
+        return Limits(tz=self.tz, **{name: getattr(self, name) for name in named})
+
+    def limits_of(self, bot: str) -> Limits:
+        """One bot's limits: the deployment's, with the bot's id, and the platforms and
+        persona its key names."""
+        key = self.bot(bot)
+        return replace(
+            self.limits,
+            bot_id=bot,
+            platforms=frozenset(key.platforms) if key and key.platforms else None,
+            default_persona=key.persona if key else None,
+        )
 
     @property
     def resolved_sql_url(self) -> str:
@@ -391,3 +398,10 @@ class Settings(BaseSettings):
     def offline(self) -> bool:
         """True when no chat model is configured: rule variants fill every model slot."""
         return not self.chat_model
+
+
+@lru_cache(maxsize=1)
+def process_settings() -> Settings:
+    """This process's settings, read from the environment once: what a server's graph
+    factories, auth, console and checkpointers all read (never a second ``Settings()``)."""
+    return Settings()

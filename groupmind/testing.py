@@ -107,7 +107,7 @@ def states_before(
         items: list[tuple[dict[str, Any], Any]] = []
         for raw in messages if messages is not None else sample_messages():
             stream = f"{raw['platform']}:{raw['chat_type']}:{raw.get('chat_id') or raw['user_id']}"
-            items.append(({"message": dict(raw)}, thread_config(stream, deps.bot_id)))
+            items.append(({"message": dict(raw)}, thread_config(stream, deps.limits.bot_id)))
     else:
         graph = build_memory_graph(deps, checkpointer=saver)
         items = [(dict(job), {"configurable": {"thread_id": f"job-{job['request_id']}"}})

@@ -12,12 +12,13 @@ from __future__ import annotations
 import gc
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from langchain_core.embeddings import Embeddings
+from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from sqlalchemy import Engine
 from sqlalchemy.engine import make_url
@@ -29,9 +30,9 @@ from groupmind.checkpoint import make_checkpointer, prune_threads, thread_ids
 from groupmind.copies import reach
 from groupmind.onebot.journal import JournalAt
 from groupmind.providers import embedding_name, make_chat_model, make_embeddings
-from groupmind.settings import Settings
+from groupmind.settings import Settings, process_settings
 from groupmind.worker import MemoryWorker
-from nodes.deps import ReplyDeps, ReplyThreads, need
+from nodes.deps import ForgetDeps, Knobs, Model, Process, ReplyDeps, ReplyThreads, need
 from nodes.model import Prices, StructuredOutput
 from nodes.reply.emoji import StickerIndex, load_library
 from state.context import Context
@@ -103,17 +104,17 @@ class Runtime:
     @property
     def checkpoints(self) -> BaseCheckpointSaver[str]:
         """This process's checkpointer (memory jobs and in-process reply threads)."""
-        return need(self.deps.checkpoints, "checkpoints")
+        return need(self.deps.process.checkpoints, "checkpoints")
 
     def deps_for(self, bot: str) -> ReplyDeps:
         """The bot's own stores over this process's shared clients (made once per bot)."""
-        if bot == self.deps.bot_id:
+        if bot == self.deps.limits.bot_id:
             return self.deps
         with self._lock:
             if bot not in self._tenants:
                 self._tenants[bot] = tenant_deps(
                     self.settings, self.engine, self.client, self.embeddings, bot,
-                    self.shared, base=self.deps,
+                    self.shared, model=self.deps.model, process=self.deps.process,
                 )  # fmt: skip
             return self._tenants[bot]
 
@@ -122,7 +123,9 @@ class Runtime:
         with self._lock:
             graph = self._memory_graphs.get(bot)
         if graph is None:
-            graph = build_memory_graph(self.deps_for(bot), checkpointer=self.deps.checkpoints)
+            graph = build_memory_graph(
+                self.deps_for(bot), checkpointer=self.deps.process.checkpoints
+            )
             with self._lock:
                 graph = self._memory_graphs.setdefault(bot, graph)
         return graph
@@ -132,28 +135,32 @@ class Runtime:
     ) -> MemoryWorker:
         """A worker over every bot's durable queue; ``bot`` is whose jobs ``submit`` queues."""
         return MemoryWorker(
-            self, self.board, self.settings, bot=bot or self.deps.bot_id,
+            self, self.board, self.settings, bot=bot or self.deps.limits.bot_id,
             context=Context(variants=variants or {}),
         )  # fmt: skip
 
     def forget_deps(
         self, bot: str, threads: ReplyThreads | None, *, compact: bool = True
-    ) -> ReplyDeps:
+    ) -> ForgetDeps:
         """The bot's stores as forget runs on them: the reply threads to scrub, the copies
         groupmind made of the bot's data, and (``compact``) the engines' compaction after."""
 
         def copies(target: ForgetTarget, said: Said) -> dict[str, Any]:
             return reach(self.settings.data_dir, bot, target, said)
 
-        return replace(self.deps_for(bot), reply_threads=threads, copies=copies,
-                       compact=self.compact if compact else None)  # fmt: skip
+        return ForgetDeps.over(
+            self.deps_for(bot),
+            reply_threads=threads,
+            copies=copies,
+            compact=self.compact if compact else None,
+        )
 
     def compact(self, *, full: bool = False) -> dict[str, str]:
         """Have the engines let go of what they keep of deleted rows on disk (after a
         forget; ``groupmind compact``): a line per store (``stores.compact``). First every
         thread's checkpoint history goes, its latest kept (unless KEEP_CHECKPOINTS)."""
         done = {}
-        saver = self.deps.checkpoints
+        saver = self.deps.process.checkpoints
         if saver is not None and not self.settings.keep_checkpoints:
             pruned = prune_threads(saver, thread_ids(saver))
             done["history"] = f"{pruned} threads pruned to their latest checkpoint"
@@ -182,10 +189,12 @@ def build_runtime(settings: Settings, *, checkpoints: bool = True) -> Runtime:
         embeddings,
         settings.bot_id,
         shared,
-        chat=make_chat_model(settings),
-        background=ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupmind-bg"),
-        on_job=wake.set,
-        checkpoints=make_checkpointer(settings) if checkpoints else None,
+        model=model_of(settings, make_chat_model(settings)),
+        process=Process(
+            background=ThreadPoolExecutor(max_workers=1, thread_name_prefix="groupmind-bg"),
+            on_job=wake.set,
+            checkpoints=make_checkpointer(settings) if checkpoints else None,
+        ),
     )
     settle_heap()
     board = SqlJobBoard(engine)
@@ -208,7 +217,13 @@ def shared_parts(settings: Settings, engine: Engine, client: Any, embeddings: Em
     )
 
 
-_PER_PROCESS = ("chat", "background", "on_job", "checkpoints", "foreground")
+def model_of(settings: Settings, chat: BaseChatModel | None = None) -> Model:
+    """The chat model (None: offline) as the settings call it and price it."""
+    return Model(
+        chat=chat,
+        structured=StructuredOutput(mode=settings.structured_output),
+        prices=Prices(settings.chat_price_prompt_per_1k, settings.chat_price_completion_per_1k),
+    )
 
 
 def tenant_deps(
@@ -219,14 +234,14 @@ def tenant_deps(
     bot: str,
     shared: Shared | None = None,
     *,
-    base: ReplyDeps | None = None,
+    model: Model | None = None,
+    process: Process | None = None,
     **overrides: Any,
 ) -> ReplyDeps:
-    """One bot's stores over one SQL engine and one Chroma client, with the settings' knobs
-    and the bot's platforms and persona; what ``base`` holds per process (the chat model,
-    the background executor, the checkpointer) is shared; ``overrides`` replace fields."""
+    """One bot's stores over one SQL engine and one Chroma client, with the bot's limits
+    and the settings' knobs; the ``model`` and ``process`` given are shared as they are
+    (a new one of each otherwise); ``overrides`` replace fields (tests)."""
     shared = shared or shared_parts(settings, engine, client, embeddings)
-    key = settings.bot(bot)
     fields: dict[str, Any] = {
         "events": HybridEventStore(
             ChromaEventVectors(
@@ -247,11 +262,6 @@ def tenant_deps(
         ),  # fmt: skip
         "profiles": SqlProfileStore(engine, bot=bot),
         "personas": shared.personas(bot),
-        "tz": settings.tz,
-        "default_platform": settings.default_platform,
-        "profile_sharing": settings.profile_sharing,
-        "max_text_chars": settings.max_text_chars,
-        "max_gate_attempts": settings.max_gate_attempts,
         "messages": SqlMessageStore(engine, bot=bot),
         "chat_states": SqlChatStates(engine, bot=bot),
         "context_usage": SqlContextUsage(engine, bot=bot),
@@ -259,28 +269,33 @@ def tenant_deps(
         "run_inbox": SqlRunInbox(engine, bot=bot),
         "bridge_journal": JournalAt(settings.resolved_onebot_journal, bot),
         "stickers": shared.stickers,
-        "bot_id": bot,
-        "bot_name": settings.bot_name,
-        "bot_name_en": settings.bot_name_en,
-        "platforms": frozenset(key.platforms) if key and key.platforms else None,
-        "default_persona": key.persona if key else None,
-        "rank": settings.rank,
-        "chat_rules": settings.chat,
-        "auto_top_k": settings.auto_top_k,
-        "reply_history": settings.reply_history,
-        "structured": StructuredOutput(mode=settings.structured_output),
-        "prices": Prices(settings.chat_price_prompt_per_1k, settings.chat_price_completion_per_1k),
+        "limits": settings.limits_of(bot),
+        "knobs": Knobs(
+            rank=settings.rank,
+            chat_rules=settings.chat,
+            auto_top_k=settings.auto_top_k,
+            reply_history=settings.reply_history,
+        ),
+        "model": model or model_of(settings),
+        "process": process or Process(),
     }
-    if base is not None:
-        fields.update({name: getattr(base, name) for name in _PER_PROCESS})
     return ReplyDeps(**{**fields, **overrides})
 
 
 def build_deps(
-    settings: Settings, engine: Engine, client: Any, embeddings: Embeddings, **overrides: Any
+    settings: Settings,
+    engine: Engine,
+    client: Any,
+    embeddings: Embeddings,
+    *,
+    chat: BaseChatModel | None = None,
+    **overrides: Any,
 ) -> ReplyDeps:
-    """The deployment's own bot's stores (tests and tools that need one bot)."""
-    return tenant_deps(settings, engine, client, embeddings, settings.bot_id, **overrides)
+    """The deployment's own bot's stores over ``chat`` (tests and tools that need one bot)."""
+    return tenant_deps(
+        settings, engine, client, embeddings, settings.bot_id,
+        model=model_of(settings, chat), **overrides,
+    )  # fmt: skip
 
 
 def compact_stores(settings: Settings, engine: Engine, *, full: bool = False) -> dict[str, str]:
@@ -328,7 +343,7 @@ _OPENING = threading.Lock()
 
 @lru_cache(maxsize=1)
 def _runtime() -> Runtime:
-    return build_runtime(Settings())
+    return build_runtime(process_settings())
 
 
 def open_runtime() -> Runtime:

@@ -41,7 +41,8 @@ from groupmind.leases import LeaseKeeper
 from groupmind.settings import Settings
 from nodes.deps import Deps, need
 from nodes.memory.intake import validate_job
-from nodes.variants import UnknownVariant, registry, resolve_all
+from nodes.reply.hand_off import enqueue
+from nodes.variants import UnknownVariant, memory_arms
 from state.context import Context
 from state.memory import MemoryJob
 from state.slots import SLOTS, graph_slots
@@ -163,8 +164,8 @@ class OneBot:
     graph: CompiledStateGraph[Any, Any, Any, Any]
 
     def deps_for(self, bot: str) -> Deps:
-        if bot != self.deps.bot_id:
-            raise KeyError(f"bot {bot!r}: this worker serves bot {self.deps.bot_id!r} only")
+        if bot != self.deps.limits.bot_id:
+            raise KeyError(f"bot {bot!r}: this worker serves bot {self.deps.limits.bot_id!r} only")
         return self.deps
 
     def memory_graph(self, bot: str) -> CompiledStateGraph[Any, Any, Any, Any]:
@@ -183,7 +184,7 @@ class MemoryWorker:
     ) -> MemoryWorker:
         """A worker of one bot's jobs only (its queue is ``deps.jobs``)."""
         jobs: Any = need(deps.jobs, "jobs")
-        return cls(OneBot(deps, graph), jobs, settings, bot=deps.bot_id, **options)
+        return cls(OneBot(deps, graph), jobs, settings, bot=deps.limits.bot_id, **options)
 
     def __init__(
         self,
@@ -209,8 +210,8 @@ class MemoryWorker:
         # Resolve every slot's variant once, so the run metadata names the exact arm.
         self.context = Context(
             persona_id=base.persona_id,
-            variants=resolve_all(registry().graph("memory"), base, deps),
-            max_gate_attempts=base.max_gate_attempts or settings.max_gate_attempts,
+            variants=memory_arms(base.variants, None, deps),
+            max_gate_attempts=base.max_gate_attempts,
             auto_top_k=base.auto_top_k,
         )
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
@@ -226,18 +227,15 @@ class MemoryWorker:
             raise InputError("job", f"must be a JSON object, got {type(raw).__name__}")
         job = validate_job(raw, self.deps)
         self.deps.allow([job.platform])
-        try:
-            variants = {**self.context.variants, **job.variants}
-            resolve_all(registry().graph("memory"), Context(variants=variants), self.deps)
-        except UnknownVariant as exc:
-            raise InputError("job", str(exc)) from None
         unknown = sorted(set(job.variants) - set(graph_slots("memory")))
         if unknown:
             raise InputError("job", f"variants: {unknown[0]!r} is not a memory-graph slot")
+        try:
+            variants = memory_arms(self.context.variants, job.variants, self.deps)
+        except UnknownVariant as exc:
+            raise InputError("job", str(exc)) from None
         job = job.model_copy(update={"variants": variants})
-        self.jobs.enqueue(
-            job.request_id, job.model_dump(mode="json"), scope=job.scope, user_id=job.user_id
-        )
+        enqueue(self.deps, [job])
         return job
 
     @property
@@ -299,20 +297,19 @@ class MemoryWorker:
         jobs, graph = self.board.queue(bot), self.tenants.memory_graph(bot)
         # The graph runs the job's own variants (graphs/memory.py); the metadata says so.
         own = row.payload.get("variants") or {}
+        try:
+            chosen = memory_arms(self.context.variants, own, self.tenants.deps_for(bot))
+        except UnknownVariant as exc:  # not transient: retrying here cannot help
+            return self._unrunnable(jobs, row, exc)
         config: Any = {
             "configurable": {"thread_id": job_thread_id(bot, row.request_id)},
             "run_name": "memory",
             "metadata": {
                 "bot_id": bot,
                 "request_id": row.request_id,
-                "variants": {**self.context.variants, **own},
+                "variants": chosen,
             },
         }
-        try:
-            variants = Context(variants={**self.context.variants, **own})
-            chosen = resolve_all(registry().graph("memory"), variants, self.tenants.deps_for(bot))
-        except UnknownVariant as exc:  # not transient: retrying here cannot help
-            return self._unrunnable(jobs, row, exc)
         durability: Durability = "sync"
         if self.settings.job_step_checkpoints == "model" and on_baselines(chosen):
             durability = "exit"  # a kill -9 runs it again whole: idempotent, milliseconds

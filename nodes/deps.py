@@ -7,15 +7,14 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass, field
-from datetime import tzinfo
-from typing import Any, Protocol, TypeVar
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Protocol, Self, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from domain.limits import DEFAULTS, Limits
-from domain.scope import DEFAULT_PERSONA, ChatScope, ForgetTarget, Sharing
+from domain.scope import ChatScope, ForgetTarget
 from nodes.model import Prices, StructuredOutput
 from nodes.settings import ChatSettings, RankSettings
 from state.validation import InputError
@@ -105,20 +104,47 @@ class ReplyThreads(Protocol):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Model:
+    """The chat model (None = offline: rule variants only) and how it is called; one per
+    process, shared by every bot."""
+
+    chat: BaseChatModel | None = None
+    structured: StructuredOutput = field(default_factory=StructuredOutput)
+    prices: Prices = field(default_factory=Prices)  # per 1k tokens, for cost estimates
+
+
+@dataclass(frozen=True, kw_only=True)
+class Knobs:
+    """The nodes' settings (``GROUPMIND_RANK__*``, ``GROUPMIND_CHAT__*``...); a run's
+    ``Context`` may override some of them (``Context.auto_top_k``)."""
+
+    rank: RankSettings = field(default_factory=RankSettings)
+    chat_rules: ChatSettings = field(default_factory=ChatSettings)
+    auto_top_k: int = 3
+    reply_history: int = 20  # a reply thread's history is pruned every this many runs (0: kept)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Process:
+    """What one process holds for every bot it serves: its background executor, the memory
+    worker's wake-up and checkpointer, and which chats have a reply in flight."""
+
+    background: Executor = field(default_factory=_Inline)  # work that must not delay a reply
+    on_job: Callable[[], None] = lambda: None  # wakes the in-process memory worker
+    foreground: Foreground = field(default_factory=Foreground)
+    # The memory worker's checkpointer (threads = request ids): forget drops a job's.
+    checkpoints: BaseCheckpointSaver[str] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
 class Deps:
+    """One bot's stores, its limits (``limits.bot_id`` is whose they are), the nodes'
+    knobs, the model and what its process holds; each part is passed whole."""
+
     events: MemoryStore
     profiles: ProfileStore
     personas: PersonaStore
-    chat: BaseChatModel | None = None  # None = offline: rule variants only
-    structured: StructuredOutput = field(default_factory=StructuredOutput)
-    prices: Prices = field(default_factory=Prices)  # per 1k tokens, for cost estimates
-    # the deployment's defaults and limits (domain.limits): one default each
-    tz: tzinfo = DEFAULTS.tz  # for epoch timestamps and naive ISO times
-    default_platform: str = DEFAULTS.default_platform  # for memory jobs that name none
-    profile_sharing: Sharing = DEFAULTS.profile_sharing  # what one chat sees of another's
-    max_text_chars: int = DEFAULTS.max_text_chars
-    max_gate_attempts: int = DEFAULTS.max_gate_attempts
-    # the reply graph
+    # the reply graph's
     messages: MessageStore | None = None
     chat_states: ChatStateRegistry | None = None
     context_usage: ContextUsageStore | None = None
@@ -126,49 +152,26 @@ class Deps:
     run_inbox: RunInbox | None = None  # server runs' inputs, journaled (double-texting)
     bridge_journal: BridgeJournal | None = None  # what a chat bridge received and sent
     stickers: Stickers | None = None
-    # The bot (tenant) these stores belong to, the platforms it may act on (None: any) and
-    # the persona it speaks as where a chat has none chosen (None: the personas file's).
-    bot_id: str = DEFAULTS.bot_id
-    bot_name: str = DEFAULTS.bot_name  # the display name of a persona the personas file lacks
-    bot_name_en: str = DEFAULTS.bot_name_en  # ... in a chat that does not write Chinese
-    platforms: frozenset[str] | None = None
-    default_persona: str | None = None
-    rank: RankSettings = field(default_factory=RankSettings)
-    chat_rules: ChatSettings = field(default_factory=ChatSettings)
-    auto_top_k: int = 3
-    reply_history: int = 20  # a reply thread's history is pruned every this many runs (0: kept)
-    background: Executor = field(default_factory=_Inline)  # work that must not delay a reply
-    on_job: Callable[[], None] = lambda: None  # wakes the in-process memory worker
-    foreground: Foreground = field(default_factory=Foreground)
-    # The memory worker's checkpointer (threads = request ids): forget drops a job's.
-    checkpoints: BaseCheckpointSaver[str] | None = None
-    # Forget's: the reply threads to scrub, what makes the engines let go of erased rows
-    # on disk (a report per store)
-    reply_threads: ReplyThreads | None = None
-    compact: Callable[[], dict[str, str]] | None = None
-    # and the copies groupmind made of the bot's data (exports, experiments' arms)
-    copies: Callable[[ForgetTarget, Said], dict[str, Any]] | None = None
+    limits: Limits = DEFAULTS
+    knobs: Knobs = field(default_factory=Knobs)
+    model: Model = field(default_factory=Model)
+    process: Process = field(default_factory=Process)
+
+    def with_chat(self, chat: BaseChatModel | None) -> Self:
+        """The same stores over another chat model (an experiment's arm, a test's)."""
+        return replace(self, model=replace(self.model, chat=chat))
 
     def allow(self, platforms: Iterable[str]) -> None:
         """Refuse (NotAllowed) unless every platform is one this bot may act on."""
-        if self.platforms is None:
+        allowed = self.limits.platforms
+        if allowed is None:
             return
         for platform in platforms:
-            if platform not in self.platforms:
-                mine = ", ".join(sorted(self.platforms)) or "none"
+            if platform not in allowed:
+                mine = ", ".join(sorted(allowed)) or "none"
                 raise NotAllowed(
-                    f"platform {platform!r} is not one of bot {self.bot_id!r}'s ({mine})"
+                    f"platform {platform!r} is not one of bot {self.limits.bot_id!r}'s ({mine})"
                 )
-
-    @property
-    def limits(self) -> Limits:
-        return Limits(
-            tz=self.tz, default_platform=self.default_platform,
-            max_text_chars=self.max_text_chars, bot_id=self.bot_id, bot_name=self.bot_name,
-            bot_name_en=self.bot_name_en,
-            default_persona=self.default_persona or DEFAULT_PERSONA,
-            profile_sharing=self.profile_sharing, max_gate_attempts=self.max_gate_attempts,
-        )  # fmt: skip
 
     @property
     def validation(self) -> dict[str, object]:
@@ -179,7 +182,7 @@ class Deps:
     def persona_for(self, platform: str, chat_type: str, chat_id: str) -> str:
         """The persona that serves a chat when a message names none."""
         scope = ChatScope(platform=platform, chat_type=chat_type, chat_id=chat_id)  # type: ignore[arg-type]
-        return self.personas.persona_for(scope, self.default_persona)
+        return self.personas.persona_for(scope, self.limits.default_persona)
 
     def persona_name(self, persona_id: str, said: str = "") -> str:
         """The display name; an unconfigured persona is served under the bot's name
@@ -189,7 +192,7 @@ class Deps:
         if persona is not None:
             return persona.name
         if said and not has_cjk(said):
-            return self.bot_name_en
+            return self.limits.bot_name_en
         if persona_id not in _WARNED:
             _WARNED.add(persona_id)
             log.warning(
@@ -197,22 +200,22 @@ class Deps:
                 "called %r (GROUPMIND_BOT_NAME)",
                 persona_id,
                 persona_id,
-                self.bot_name,
+                self.limits.bot_name,
             )
-        return self.bot_name
+        return self.limits.bot_name
 
     def people(self, stream: str) -> dict[str, str]:
         """user id -> name of everyone who spoke in the stream, the bot left out (a memory
         job carries only the lines since the last hand-off); {} without a message store."""
         members = self.messages.members(stream) if self.messages is not None else {}
-        members.pop(self.bot_id, None)
+        members.pop(self.limits.bot_id, None)
         return members
 
     def persona_names(self, persona_id: str) -> list[str]:
         """Every name the persona answers to: its display name and its aliases (an
         unconfigured persona's is the bot's name: its id is a key, never a name)."""
         persona = self.personas.get_persona(persona_id)
-        return [persona.name, *persona.aliases] if persona else [self.bot_name]
+        return [persona.name, *persona.aliases] if persona else [self.limits.bot_name]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -229,11 +232,36 @@ class ReplyDeps(Deps):
     stickers: Stickers = field()
 
 
+@dataclass(frozen=True, kw_only=True)
+class ForgetDeps(Deps):
+    """What the forget graph runs on: besides the bot's stores, what forget must reach
+    that they do not hold, each required (None only where the process has none):"""
+
+    reply_threads: ReplyThreads | None = field()  # the reply threads to scrub
+    # the copies groupmind made of the bot's data (exports, experiments' arms)
+    copies: Callable[[ForgetTarget, Said], dict[str, Any]] = field()
+    # what makes the engines let go of erased rows on disk (a report per store)
+    compact: Callable[[], dict[str, str]] | None = field()
+
+    @classmethod
+    def over(
+        cls,
+        deps: Deps,
+        *,
+        reply_threads: ReplyThreads | None,
+        copies: Callable[[ForgetTarget, Said], dict[str, Any]],
+        compact: Callable[[], dict[str, str]] | None,
+    ) -> ForgetDeps:
+        """The bot's ``deps`` (each part as it is), with what forget reaches beyond them."""
+        own = {f.name: getattr(deps, f.name) for f in fields(Deps)}
+        return cls(**own, reply_threads=reply_threads, copies=copies, compact=compact)
+
+
 def need_chat(deps: Deps) -> BaseChatModel:
     """The chat model of an ``llm`` variant (checked when the variant was chosen)."""
-    if deps.chat is None:
-        raise RuntimeError("Deps.chat is not configured: set GROUPMIND_CHAT_MODEL")
-    return deps.chat
+    if deps.model.chat is None:
+        raise RuntimeError("Deps.model.chat is not configured: set GROUPMIND_CHAT_MODEL")
+    return deps.model.chat
 
 
 def need(dep: T | None, name: str) -> T:

@@ -1,15 +1,15 @@
 """erase: the forget graph's one slot. Validates the request, then erases everything the
 target covers through the stores (``stores.forget``), memory-job checkpoints included,
-then from the reply threads (``Deps.reply_threads``) and the copies groupmind made
-(``Deps.copies``), then has the engines let go of what they keep of deleted rows on disk
-(``Deps.compact``)."""
+then from the reply threads (``ForgetDeps.reply_threads``) and the copies groupmind made
+(``ForgetDeps.copies``), then has the engines let go of what they keep of deleted rows on
+disk (``ForgetDeps.compact``)."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from nodes.deps import Deps
+from nodes.deps import Deps, ForgetDeps
 from state.context import Context
 from state.forget import EraseWrites, ForgetRequest, ForgetState
 from state.validation import validated
@@ -22,12 +22,12 @@ def validate_request(raw: Any, deps: Deps) -> ForgetRequest:
 
 
 def erase_for(request: ForgetRequest, deps: Deps, wait_s: float = 30.0) -> Erased:
-    checkpoints = deps.checkpoints
+    checkpoints = deps.process.checkpoints
 
     def drop_threads(request_ids: Any) -> None:
         if checkpoints is not None:
             for request_id in request_ids:
-                checkpoints.delete_thread(job_thread_id(deps.bot_id, request_id))
+                checkpoints.delete_thread(job_thread_id(deps.limits.bot_id, request_id))
                 checkpoints.delete_thread(request_id)  # named so before bots had their own
 
     return erase(
@@ -69,17 +69,17 @@ def streams_of(erased: Erased, request: ForgetRequest) -> list[str]:
     return sorted(set(erased.streams) | ({target.chat.key} if target.chat else set()))
 
 
-def forget(request: ForgetRequest, deps: Deps, wait_s: float = 30.0) -> EraseWrites:
+def forget(request: ForgetRequest, deps: ForgetDeps, wait_s: float = 30.0) -> EraseWrites:
     """Erase from the stores, then from the reply threads, then compact (in-process)."""
     erased = erase_for(request, deps, wait_s)
     threads = deps.reply_threads
     said = erased.said or Said("")
     scrubbed = threads.scrub(streams_of(erased, request), request.target(), said) if threads else 0
-    copies = deps.copies(request.target(), said) if deps.copies else {}
+    copies = deps.copies(request.target(), said)
     return report(erased, scrubbed, copies, deps.compact() if deps.compact else {})
 
 
-async def erase_node(state: ForgetState, ctx: Context, deps: Deps) -> EraseWrites:
+async def erase_node(state: ForgetState, ctx: Context, deps: ForgetDeps) -> EraseWrites:
     """The forget graph's node (on a LangGraph server: the server's own threads are
     scrubbed from inside it, between the stores and the compaction)."""
     request = request_of(state, deps)
@@ -88,7 +88,7 @@ async def erase_node(state: ForgetState, ctx: Context, deps: Deps) -> EraseWrite
     scrubbed = (
         await threads.ascrub(streams_of(erased, request), request.target(), said) if threads else 0
     )
-    copies = await asyncio.to_thread(deps.copies, request.target(), said) if deps.copies else {}
+    copies = await asyncio.to_thread(deps.copies, request.target(), said)
     compacted = await asyncio.to_thread(deps.compact) if deps.compact else {}
     return report(erased, scrubbed, copies, compacted)
 

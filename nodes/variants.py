@@ -226,7 +226,7 @@ def registry() -> Registry:
 
 
 def default_variant(variants: Mapping[str, VariantFn], deps: Deps, slot: str) -> str:
-    if "llm" in variants and deps.chat is not None:
+    if "llm" in variants and deps.model.chat is not None:
         return "llm"
     return SLOTS[slot].baseline
 
@@ -240,7 +240,7 @@ def choose(
         raise UnknownVariant(
             f"variants.{slot}: unknown variant {name!r} (choose from {sorted(variants)})"
         )
-    if name == "llm" and deps.chat is None:
+    if name == "llm" and deps.model.chat is None:
         raise UnknownVariant(
             f"variants.{slot}: 'llm' needs a chat model (set GROUPMIND_CHAT_MODEL), "
             "none is configured"
@@ -253,6 +253,16 @@ def resolve_all(
 ) -> dict[str, str]:
     """Every slot's variant for this run: what the runner writes into run metadata."""
     return {slot: choose(slot, registry, ctx, deps) for slot in registry}
+
+
+def memory_arms(
+    base: Mapping[str, str], own: Mapping[str, str] | None, deps: Deps
+) -> dict[str, str]:
+    """Every memory slot's variant for a job: what the job carries itself (``own``) wins
+    over what the run or worker asks for (``base``); UnknownVariant names a slot whose
+    variant cannot run. The one place a job's arms are resolved."""
+    memory = registry().graph("memory")
+    return resolve_all(memory, Context(variants={**base, **(own or {})}), deps)
 
 
 def slot(
@@ -274,7 +284,7 @@ def slot(
 
     def pick(state: Any, runtime: Runtime[Context]) -> tuple[Context, str]:
         if platforms is not None:
-            deps.allow(platforms(state, deps.default_platform))
+            deps.allow(platforms(state, deps.limits.default_platform))
         ctx = as_context(runtime.context)
         if pinned is not None and (own := pinned(state)):
             ctx = replace(ctx, variants={**ctx.variants, **own})
@@ -282,8 +292,12 @@ def slot(
 
     def checked(variant: str, out: Any) -> dict[str, Any]:
         result = reg.checked(name, variant, out)
-        annotate(name, variant, deps.bot_id, result)
-        return {**result, "variants": {name: variant}}
+        annotate(name, variant, deps.limits.bot_id, result)
+        ran = {name: variant}  # after what ran before, or in its place (a run's start)
+        return {
+            **result,
+            "variants": Overwrite(ran) if isinstance(result.get("variants"), Overwrite) else ran,
+        }
 
     if contract.asynchronous:
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from datetime import datetime
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Any, Literal, NotRequired, get_args, get_origin, get_type_hints
 
-from langchain_core.messages import AnyMessage
-from langgraph.graph.message import add_messages
+from langchain_core.messages import AnyMessage, RemoveMessage
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+from langgraph.types import Overwrite
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from typing_extensions import TypedDict
 
@@ -144,7 +146,65 @@ class ReplyInput(TypedDict):
     message: dict[str, Any]
 
 
-class ReplyState(TypedDict, total=False):
+class ReplyRun(TypedDict, total=False):
+    """What one run writes for itself: every field is cleared as a run starts (observe's
+    ``fresh``, derived from this class), so nothing of the last run is read, or returned,
+    as this one's."""
+
+    relation_block: str
+    memory_block: str
+    memory_ids: list[str]
+    context_ids: list[str]
+    ranked: list[list[Any]]  # [[message_id, score], ...] best first
+    context_fallback: str  # why the most recent messages were used instead, if they were
+    replans: int
+    replan: bool  # plan saw newer messages: rank and plan again
+    duplicate: bool  # this message was handled before (a redelivery): its outcome again
+    from_self: bool  # the bot's own message, fed back: store only
+    action: Action
+    reason: str
+    reply: str
+    sticker: dict[str, str]
+    tool_calls: list[dict[str, Any]]  # [{name, args, result}] the reply model's tool calls
+    # This run's conversation with the model: reply's turns and the tools node's results
+    # (the tool loop); cleared at the start and at the end of every run.
+    model_messages: Annotated[list[AnyMessage], add_messages]
+    fallback: Annotated[list[dict[str, str]], operator.add]  # [{slot, error}]: rules stood in
+    usage: Annotated[dict[str, Any], add_usage]  # tokens (and cost) per node and in all
+    handed_off: list[str]  # request ids of memory jobs written this run
+    variants: Annotated[dict[str, str], merge_dicts]  # slot -> the variant that ran it
+    # the host graph's (graphs/host.py): what a recall gives the host, per run
+    context_text: str  # the ranked context, rendered as a prompt holds it
+    recall_text: str  # relationship, memories and context: ready to inject
+    tool_result: str
+
+
+RUN_STARTS: dict[str, Any] = {"action": "no_reply"}  # where a run's field is not its zero
+
+
+def run_start(*, past_reducers: bool) -> ReplyState:
+    """Every ``ReplyRun`` field as a run starts: its type's zero (``RUN_STARTS`` where that
+    is not it). ``past_reducers``: as a run's first write to a thread must be, so a field
+    with a reducer is not merged with the last run's (every model message removed, the
+    others overwritten); without, as a new thread takes them (forget's rebuilt threads)."""
+    start: dict[str, Any] = {}
+    for name, hint in get_type_hints(ReplyRun, include_extras=True).items():
+        reduced = get_origin(hint) is Annotated
+        kind = get_origin(get_args(hint)[0] if reduced else hint)
+        zero = RUN_STARTS[name] if name in RUN_STARTS else ZEROS[kind or hint]()
+        if reduced and past_reducers:
+            add = get_args(hint)[1]
+            zero = (
+                [RemoveMessage(id=REMOVE_ALL_MESSAGES)] if add is add_messages else Overwrite(zero)
+            )
+        start[name] = zero
+    return start  # type: ignore[return-value]
+
+
+ZEROS: dict[Any, Callable[[], Any]] = {str: str, bool: bool, int: int, list: list, dict: dict}
+
+
+class ReplyState(ReplyRun, total=False):
     message: Annotated[list[Any], inbox]  # raw inputs not yet observed (the run's is last)
     msg: ChatMessage  # the message, validated once by observe (read it with current_message)
     message_id: str
@@ -162,41 +222,15 @@ class ReplyState(TypedDict, total=False):
     # A message counts as handled only with its outcome, recorded as the run ends: one
     # observed by a run that failed later is handled again when it comes back.
     handled: dict[str, Handled]
-    # this run
+    # written by observe every run (besides ReplyRun's)
     observed_seq: int
-    from_self: bool  # the bot's own message, fed back: store only
     addressed: bool  # @bot, "bot:", a private message
     reply_to_bot: bool
     question: bool
-    relation_block: str
-    memory_block: str
-    memory_ids: list[str]
-    context_ids: list[str]
-    ranked: list[list[Any]]  # [[message_id, score], ...] best first
-    context_fallback: str  # why the most recent messages were used instead, if they were
-    replans: int
-    replan: bool  # plan saw newer messages: rank and plan again
-    duplicate: bool  # this message was handled before (a redelivery): its outcome again
-    action: Action
-    reason: str
-    reply: str
-    sticker: dict[str, str]
-    tool_calls: list[dict[str, Any]]  # [{name, args, result}] the reply model's tool calls
-    # This run's conversation with the model: reply's turns and the tools node's results
-    # (the tool loop); cleared at the start and at the end of every run.
-    model_messages: Annotated[list[AnyMessage], add_messages]
-    fallback: Annotated[list[dict[str, str]], operator.add]  # [{slot, error}]: rules stood in
-    usage: Annotated[dict[str, Any], add_usage]  # tokens (and cost) per node and in all
-    handed_off: list[str]  # request ids of memory jobs written this run
     memory_variants: dict[str, str]  # the memory graph's, recorded in the jobs written
-    variants: Annotated[dict[str, str], merge_dicts]
-    # the host graph's (graphs/host.py): what a recall gives the host, per run
-    context_text: str  # the ranked context, rendered as a prompt holds it
-    recall_text: str  # relationship, memories and context: ready to inject
     # inputs of a host run: the memories the host's answer was given (record), a tool call
     host_memory_ids: list[str]
     host_tool: dict[str, Any]
-    tool_result: str
 
 
 class HostInput(TypedDict, total=False):

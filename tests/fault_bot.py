@@ -71,7 +71,7 @@ def main(messages_path: Path, progress: Path) -> int:
     waiting = [
         p["content"]
         for stream in sorted(streams)
-        for p in graph.get_state(thread_config(stream, session.deps.bot_id)).values.get(
+        for p in graph.get_state(thread_config(stream, session.deps.limits.bot_id)).values.get(
             "pending", []
         )
     ]

@@ -18,7 +18,7 @@ import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from langchain_core.embeddings import Embeddings
@@ -238,7 +238,7 @@ class _Lane:
         self.adversary = Adversary(world)
         standin.script = self.adversary.script()
         chat = make_chat_model(probe_settings(world, standin.url))
-        self.deps = replace(deps, chat=chat)
+        self.deps = deps.with_chat(chat)
         self.graph = build_reply_graph(self.deps, checkpointer=InMemorySaver())
         self.context = reply_context(self.deps, {"plan": "llm", "reply": "llm"})
         self.by_token = {s.token: s for s in world.secrets}

@@ -33,10 +33,10 @@ def test_a_chat_is_held_only_once_its_postings_and_vectors_are(tmp_path: Path) -
     assert held(deps, "1001") and not held(deps, "1002")
     # a store that holds no vectors waits for the postings alone
     cold = HybridEventStore(
-        deps.events.vector, deps.events.lexical, bot=deps.bot_id, max_vectors_held=0
+        deps.events.vector, deps.events.lexical, bot=deps.limits.bot_id, max_vectors_held=0
     )
     assert held(replace(deps, events=cold), "1001")
     assert not held(replace(deps, events=cold), "1002")
     # a store that holds vectors but has not read this chat's yet: its postings are not enough
-    fresh = HybridEventStore(deps.events.vector, deps.events.lexical, bot=deps.bot_id)
+    fresh = HybridEventStore(deps.events.vector, deps.events.lexical, bot=deps.limits.bot_id)
     assert not held(replace(deps, events=fresh), "1001")

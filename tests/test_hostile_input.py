@@ -144,7 +144,7 @@ def test_remember_queue_only_queues_for_a_worker(tmp_path: Path) -> None:
 
 def test_limits_are_the_deployments_everywhere(deps: Deps) -> None:
     """A message observe accepts under MAX_TEXT_CHARS=8000 is answered and remembered."""
-    roomy = replace(deps, max_text_chars=8000)
+    roomy = replace(deps, limits=replace(deps.limits, max_text_chars=8000))
     long = "我下周三要去北京出差。" * 500  # 5,500 characters
     out = Chat(roomy).send(message(f"@bot {long}", mentions=["bot"]))
     assert out["action"] == "text_reply" and out["handed_off"]

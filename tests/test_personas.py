@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +67,7 @@ def test_a_name_elsewhere_or_a_part_of_one_does_not(deps: Deps, said: str) -> No
 def test_memories_and_prompts_use_the_display_name(deps: Deps) -> None:
     configured(deps)
     model = FakeChat(script=["好的，记住了"])
-    chat = Chat(replace(deps, chat=model), plan="rules", reply="llm", rewrite="rules",
+    chat = Chat(deps.with_chat(model), plan="rules", reply="llm", rewrite="rules",
                 merge_profile="rules")  # fmt: skip
     out = chat.send(message("爱爱，我下周三要去北京出差"))
     prompt = model.last_prompt()

@@ -38,7 +38,7 @@ def make_worker(
     now = [1000.0]
     s = Settings(data_dir=tmp_path / "data", **settings)
     engine = deps.profiles.engine  # type: ignore[attr-defined]
-    queue = SqlJobQueue(engine, bot=deps.bot_id, clock=lambda: now[0])
+    queue = SqlJobQueue(engine, bot=deps.limits.bot_id, clock=lambda: now[0])
     flaky = replace(deps, events=DownEvents(deps.events, failures), jobs=queue)
     graph = build_memory_graph(flaky, checkpointer=make_checkpointer(s))
     return MemoryWorker.one_bot(graph, flaky, s, clock=lambda: now[0]), now
@@ -49,7 +49,7 @@ def test_an_outage_leaves_the_job_queued_then_it_is_stored(tmp_path: Path, deps:
     worker.submit(job())
     first = worker.run_next()
     assert first is not None and first.status == "failed" and first.retry_at is not None
-    config: Any = {"configurable": {"thread_id": job_thread_id(deps.bot_id, "r1")}}
+    config: Any = {"configurable": {"thread_id": job_thread_id(deps.limits.bot_id, "r1")}}
     assert worker.graph.get_state(config).next == ("embed",)  # a rules job's failure: saved
     row = worker.jobs.get("r1")
     assert row is not None and row.status == "queued"
@@ -80,10 +80,10 @@ def test_a_rules_job_writes_a_checkpoint_only_when_it_fails(tmp_path: Path, deps
     worker.submit(job(request_id="r1"))
     first = worker.run_next()
     assert first is not None and first.status == "failed" and first.retry_at is not None
-    r1: Any = {"configurable": {"thread_id": job_thread_id(deps.bot_id, "r1")}}
+    r1: Any = {"configurable": {"thread_id": job_thread_id(deps.limits.bot_id, "r1")}}
     saved = worker.graph.get_state(r1)
     assert saved.next == ("embed",) and saved.values["text"]  # rewritten before it failed
-    assert puts == [job_thread_id(deps.bot_id, "r1")]
+    assert puts == [job_thread_id(deps.limits.bot_id, "r1")]
     now[0] = first.retry_at + 0.01
     second = worker.run_next()
     assert second is not None and second.status == "stored"
@@ -105,7 +105,7 @@ def test_a_job_submitted_again_after_a_failure_leaves_no_checkpoint(
     worker.submit(job(request_id="r1"))
     failed = worker.run_next()
     assert failed is not None and failed.status == "failed"
-    config: Any = {"configurable": {"thread_id": job_thread_id(deps.bot_id, "r1")}}
+    config: Any = {"configurable": {"thread_id": job_thread_id(deps.limits.bot_id, "r1")}}
     assert worker.graph.get_state(config).values  # the resume point
     worker.submit(job(request_id="r1"))  # due at once, attempts 0
     done = worker.run_next()
@@ -189,7 +189,7 @@ def test_a_batch_whose_memories_cannot_be_written_runs_again_whole(
     for i in range(3):
         row = worker.jobs.get(f"c{i}")
         assert row is not None and row.status == "queued" and row.attempts == 1
-        thread: Any = {"configurable": {"thread_id": job_thread_id(deps.bot_id, f"c{i}")}}
+        thread: Any = {"configurable": {"thread_id": job_thread_id(deps.limits.bot_id, f"c{i}")}}
         assert worker.graph.get_state(thread).values == {}
     now[0] = max(o.retry_at or 0 for o in failed) + 0.01
     assert [o.status for o in worker.drain()] == ["stored"] * 3
@@ -246,7 +246,7 @@ def test_a_job_that_fails_in_a_batch_resumes_and_the_others_are_done(
         "d0": "failed", "d1": "stored", "d2": "stored"
     }  # fmt: skip
     assert {e.id for e in deps.events.get(["d0", "d1", "d2"])} == {"d1", "d2"}
-    d0: Any = {"configurable": {"thread_id": job_thread_id(deps.bot_id, "d0")}}
+    d0: Any = {"configurable": {"thread_id": job_thread_id(deps.limits.bot_id, "d0")}}
     assert worker.graph.get_state(d0).next == ("embed",)
     now[0] = (outcomes["d0"].retry_at or 0) + 0.01
     assert [o.status for o in worker.drain()] == ["stored"]
@@ -394,7 +394,7 @@ def test_a_job_that_calls_a_model_is_checkpointed_at_every_step_one_on_rules_at_
     tmp_path: Path, deps: Deps
 ) -> None:
     chat = FakeChat(script=["小明2026年11月16日去了北京"])
-    with_model, _ = make_worker(tmp_path, replace(deps, chat=chat), failures=0,
+    with_model, _ = make_worker(tmp_path, deps.with_chat(chat), failures=0,
                                 keep_checkpoints=True)  # fmt: skip
     _pinned_to_llm(with_model)
     rules, _ = make_worker(tmp_path / "rules", deps, failures=0, keep_checkpoints=True)
@@ -403,7 +403,7 @@ def test_a_job_that_calls_a_model_is_checkpointed_at_every_step_one_on_rules_at_
     for worker, request_id in ((with_model, "r1"), (rules, "r2")):
         outcome = worker.run_next(request_id)
         assert outcome is not None and outcome.status in {"stored", "degraded"}, outcome
-        config: Any = {"configurable": {"thread_id": job_thread_id(deps.bot_id, request_id)}}
+        config: Any = {"configurable": {"thread_id": job_thread_id(deps.limits.bot_id, request_id)}}
         saved[request_id] = len(list(worker.graph.get_state_history(config)))
     assert chat.prompts  # r1 called the model
     assert saved["r1"] >= 6  # its input and each of its five steps
@@ -434,7 +434,7 @@ def test_a_job_pinned_to_a_model_waits_for_a_worker_that_has_one(
     assert "this worker cannot run it" in (row.last_error or "")
     # A worker with a model takes it up and runs it as pinned.
     chat = FakeChat(script=["小明2026年11月16日去了北京"])
-    able, clock = make_worker(tmp_path / "able", replace(deps, chat=chat), failures=0)
+    able, clock = make_worker(tmp_path / "able", deps.with_chat(chat), failures=0)
     clock[0] = now[0]
     done = able.run_next()
     assert done is not None and done.status in {"stored", "degraded"}, done  # it ran
@@ -460,7 +460,7 @@ def test_the_in_process_worker_waits_out_a_reply_between_steps(
     """A job that meets a reply in flight stops at its next step until the reply is done."""
     monkeypatch.setattr(background, "STEP_YIELD_S", 30.0)
     worker, _ = make_worker(tmp_path, deps, failures=0)
-    foreground = worker.deps.foreground
+    foreground = worker.deps.process.foreground
     foreground.stale_s = 60.0
     foreground.enter("qq:group:1001")  # a reply in flight for the whole first part
     bg = background.BackgroundWorker(worker, threading.Event(), poll_s=0.05, yield_s=0.0)
@@ -518,7 +518,7 @@ def test_threads_run_every_job_once_a_chats_jobs_in_order_chats_side_by_side(
     s = Settings(data_dir=tmp_path / "data", worker_threads=3, job_batch=1)
     timed = Timed(deps.events)
     engine = deps.profiles.engine  # type: ignore[attr-defined]
-    mine = replace(deps, events=timed, jobs=SqlJobQueue(engine, bot=deps.bot_id))
+    mine = replace(deps, events=timed, jobs=SqlJobQueue(engine, bot=deps.limits.bot_id))
     graph = build_memory_graph(mine, checkpointer=make_checkpointer(s))
     worker = MemoryWorker.one_bot(graph, mine, s)
     ids = []

@@ -37,6 +37,8 @@ from groupmind.console.i18n import words
 from groupmind.console.metrics import bridge_status, exposition, model_up
 from groupmind.wiring import Runtime
 from nodes.deps import NotAllowed, ReplyDeps
+from nodes.memory.intake import validate_job
+from nodes.reply.hand_off import enqueue
 from state.validation import InputError
 from stores.base import JobStatus, Persona
 from stores.sql.sessions import TTL_S, SqlConsoleSessions
@@ -85,7 +87,8 @@ def make_console(host: Host) -> Starlette:
         """The bot's stores, held to the platforms of the key the request came with."""
         deps = host.runtime().deps_for(found.bot)
         if found.key is not None and found.key.platforms:
-            return replace(deps, platforms=frozenset(found.key.platforms))
+            held = replace(deps.limits, platforms=frozenset(found.key.platforms))
+            return replace(deps, limits=held)
         return deps
 
     def who(request: Request) -> Who | None:
@@ -176,7 +179,7 @@ def make_console(host: Host) -> Starlette:
         return response
 
     def chats(request: Request, found: Who, deps: ReplyDeps) -> Response:
-        rows = views.chats(host.runtime().engine, found.bot, platforms=deps.platforms)
+        rows = views.chats(host.runtime().engine, found.bot, platforms=deps.limits.platforms)
         shown, pages = views.paged(rows, _int(request.query_params.get("page"), 1))
         return render(request, found, "chats.html", chats=shown, total=len(rows),
                       page=_int(request.query_params.get("page"), 1), pages=pages)  # fmt: skip
@@ -235,8 +238,8 @@ def make_console(host: Host) -> Starlette:
         asked = request.query_params.get("status") or None
         status = next((s for s in get_args(JobStatus) if s == asked), None)
         rows = deps.jobs.list(status, 100) if status or not asked else []
-        if deps.platforms is not None:
-            rows = [j for j in rows if j.payload.get("platform") in deps.platforms]
+        if deps.limits.platforms is not None:
+            rows = [j for j in rows if j.payload.get("platform") in deps.limits.platforms]
         return render(request, found, "jobs.html", jobs=rows, status=status or "",
                       counts=deps.jobs.counts())  # fmt: skip
 
@@ -244,19 +247,19 @@ def make_console(host: Host) -> Starlette:
         row = deps.jobs.get(str(form.get("request_id", "")))
         notice = "no such job"
         if row is not None and row.status == "failed":
-            p = row.payload
-            deps.allow([p["platform"]])
-            scope = ChatScope(
-                platform=p["platform"], chat_type=p["chat_type"], chat_id=p["chat_id"]
-            )
-            deps.jobs.enqueue(row.request_id, p, scope=scope, user_id=str(p["user_id"]))
-            deps.on_job()
-            notice = f"queued: {row.request_id}"
+            deps.allow([row.payload["platform"]])
+            try:
+                job = validate_job(row.payload, deps)  # held to today's limits
+            except InputError as exc:
+                notice = f"not queued: {exc}"
+            else:
+                enqueue(deps, [job])
+                notice = f"queued: {row.request_id}"
         return f"/console/jobs?{urlencode({'status': 'failed'})}", notice
 
     def personas(request: Request, found: Who, deps: ReplyDeps) -> Response:
         serves: dict[str, list[str]] = {}
-        for c in views.chats(host.runtime().engine, found.bot, platforms=deps.platforms):
+        for c in views.chats(host.runtime().engine, found.bot, platforms=deps.limits.platforms):
             serves.setdefault(c["persona_id"], []).append(c["stream"])
         editing = deps.personas.get_persona(request.query_params.get("edit", ""))
         return render(request, found, "personas.html", personas=deps.personas.list_personas(),

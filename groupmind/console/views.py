@@ -133,8 +133,8 @@ def person(
     if data is None:
         return None
     if shown_in is not None:
-        view = profile_view(deps.profiles, user_id, shown_in, deps.profile_sharing)
-        data["view"] = {"chat": shown_in.key, "sharing": deps.profile_sharing,
+        view = profile_view(deps.profiles, user_id, shown_in, deps.limits.profile_sharing)
+        data["view"] = {"chat": shown_in.key, "sharing": deps.limits.profile_sharing,
                         "learned_in": [lp.scope.key for lp in view.learned],
                         "key_facts": view.key_facts}  # fmt: skip
     return data
@@ -149,7 +149,7 @@ def status(deps: ReplyDeps, engine: Engine, window_s: float = 600.0) -> dict[str
             from_bot: (int(total), int(late or 0))
             for from_bot, total, late in conn.execute(
                 select(MessageRow.from_bot, func.count(), recent)
-                .where(mine(MessageRow, deps.bot_id))
+                .where(mine(MessageRow, deps.limits.bot_id))
                 .group_by(MessageRow.from_bot)
             )
         }

@@ -183,7 +183,7 @@ class ArmRun:
         if not isinstance(user_id, str | int) or not str(user_id):
             raise InputError("profile.user_id", "required")
         deps = self.session.deps
-        view = profile_view(deps.profiles, str(user_id), scope, deps.profile_sharing)
+        view = profile_view(deps.profiles, str(user_id), scope, deps.limits.profile_sharing)
         facts: dict[str, list[str]] = {}
         for fact in view.key_facts:
             facts.setdefault(fact["type"], []).append(fact["value"])

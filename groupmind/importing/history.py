@@ -63,12 +63,14 @@ def message_of(record: Any, source: Source, deps: ReplyDeps) -> ChatMessage:
         if not self_id:
             raise InputError("self_id", "missing: pass --self-id (the bot's own account)")
         try:
-            raw = to_message(record, self_id=self_id, bot_id=deps.bot_id, platform=source.platform)
+            raw = to_message(
+                record, self_id=self_id, bot_id=deps.limits.bot_id, platform=source.platform
+            )
         except Malformed as exc:
             field, _, reason = str(exc).partition(": ")
             raise InputError(field, reason) from None
         if str(record.get("user_id")) == self_id:
-            raw["user_id"] = deps.bot_id  # the bot's own line, as the bridge stores it
+            raw["user_id"] = deps.limits.bot_id  # the bot's own line, as the bridge stores it
     try:
         return validate_message(raw, deps)
     except ValidationError as exc:
@@ -97,7 +99,7 @@ def import_history(
             continue
         chats[(msg.stream, msg.persona_id)].append((n, msg))
     job_ids: list[str] = []
-    size = deps.chat_rules.buffer_max
+    size = deps.knobs.chat_rules.buffer_max
     for messages in chats.values():
         ordered = [m for _, m in sorted(messages, key=lambda nm: (nm[1].when, nm[0]))]
         for start in range(0, len(ordered), size):
@@ -135,7 +137,7 @@ def _queue(buffer: list[ChatMessage], deps: ReplyDeps, report: Report, dry_run: 
 
 
 def _from_bot(msg: ChatMessage, deps: ReplyDeps) -> bool:
-    return msg.user_id == deps.bot_id
+    return msg.user_id == deps.limits.bot_id
 
 
 def _name(n: int, record: Any) -> str:

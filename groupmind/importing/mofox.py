@@ -129,7 +129,7 @@ def change_of(row: Any, target: Target, deps: Deps, now: float) -> ProfileChange
         raise InputError("relationship_stage", f"{stage!r} is not one of {sorted(STAGES)}")
     first_met = _time(row, "first_met_time", deps)
     updated = _time(row, "last_impression_update", deps) or _time(row, "last_updated", deps)
-    day = datetime.fromtimestamp(updated or first_met or now, deps.tz).date().isoformat()
+    day = datetime.fromtimestamp(updated or first_met or now, deps.limits.tz).date().isoformat()
     told = {"source": f"{IMPORTED}:mofox", "by": IMPORTED, "at": day}
     facts = [{**f, **told} for f in _facts(row.get("key_facts"))]
     said = row.get("impression_text") or row.get("relationship_text") or ""
@@ -183,7 +183,7 @@ def _number(row: dict[str, Any], key: str, default: float | None) -> Any:
 def _time(row: dict[str, Any], key: str, deps: Deps) -> float | None:
     """Epoch seconds, 1990 to 2200, as every input's time."""
     value = _number(row, key, None)
-    return None if value is None else a_time(value, key, deps.tz).timestamp()
+    return None if value is None else a_time(value, key, deps.limits.tz).timestamp()
 
 
 def _words(value: Any, column: str) -> list[str]:

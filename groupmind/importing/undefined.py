@@ -104,8 +104,8 @@ def to_event(record: Any, target: Target, deps: Deps, file_time: float) -> Event
 
 def _when(record: dict[str, Any], file_time: float, deps: Deps) -> datetime:
     if "timestamp" not in record:  # a bare string: when the file was last written
-        return a_time(file_time, "timestamp", deps.tz)
-    return a_time(record["timestamp"], "timestamp", deps.tz)
+        return a_time(file_time, "timestamp", deps.limits.tz)
+    return a_time(record["timestamp"], "timestamp", deps.limits.tz)
 
 
 def _scope(record: dict[str, Any], target: Target) -> tuple[ChatScope, str, str, str]:

@@ -19,7 +19,6 @@ import asyncio
 import logging
 import sys
 import uuid
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +27,7 @@ from langgraph_sdk import Auth
 from groupmind.console.access import bot_for as keyed_bot
 from groupmind.exposure import listening_host, loopback
 from groupmind.server.identity import OPEN
-from groupmind.settings import BotKey, Settings
+from groupmind.settings import BotKey, process_settings
 from groupmind.threads import stream_of, stream_thread_id
 
 log = logging.getLogger("groupmind.server")
@@ -67,9 +66,7 @@ def _runs_keep_their_user() -> None:
 _runs_keep_their_user()
 
 
-@lru_cache(maxsize=1)
-def settings() -> Settings:
-    return Settings()
+settings = process_settings
 
 
 def bots() -> tuple[BotKey, ...]:

@@ -28,7 +28,7 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from groupmind.checkpoint import NOT_LATEST, serde
-from groupmind.settings import Settings
+from groupmind.settings import process_settings
 
 log = logging.getLogger(__name__)
 _RUNS = "json_extract(CAST(metadata AS TEXT), '$.run_id')"
@@ -139,7 +139,7 @@ class ServerSqliteSaver(AsyncSqliteSaver):
 async def checkpointer() -> AsyncIterator[BaseCheckpointSaver[str]]:
     import aiosqlite
 
-    settings = Settings()
+    settings = process_settings()
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     async with aiosqlite.connect(str(settings.server_checkpoints_path)) as conn:
         await conn.execute("PRAGMA journal_mode=WAL")

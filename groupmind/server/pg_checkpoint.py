@@ -24,7 +24,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from groupmind.checkpoint import serde
 from groupmind.server.checkpoint import PruneSchedule
-from groupmind.settings import Settings
+from groupmind.settings import process_settings
 
 HEADS = (
     "SELECT checkpoint_ns, MAX(checkpoint_id) AS checkpoint_id FROM checkpoints "
@@ -119,4 +119,4 @@ async def checkpointer() -> AsyncIterator[BaseCheckpointSaver[str]]:
     is set up once) and the same tables, so everything the runtime reads it finds."""
     runtime: Any = importlib.import_module("langgraph_runtime_pg.checkpoint")  # deploy venv
     base = await runtime.setup_checkpointer()
-    yield KeepLatestPostgresSaver(base.conn, serde=serde(), every=Settings().reply_history)
+    yield KeepLatestPostgresSaver(base.conn, serde=serde(), every=process_settings().reply_history)

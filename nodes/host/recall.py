@@ -14,7 +14,7 @@ from state.reply import ReplyState, current_message
 
 def recalled(state: ReplyState, deps: ReplyDeps) -> dict[str, Any]:
     msg = current_message(state)
-    deps.foreground.leave(msg.stream)  # entered by observe: the host answers, not us
+    deps.process.foreground.leave(msg.stream)  # entered by observe: the host answers, not us
     persona_id = state.get("persona_id", msg.persona_id)
     context = render_context(
         deps.messages.get(msg.stream, persona_id, state.get("context_ids", []))

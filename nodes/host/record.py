@@ -23,7 +23,7 @@ def recorded(state: ReplyState, deps: ReplyDeps) -> dict[str, Any]:
     out: dict[str, Any] = {"host_memory_ids": [], "handed_off": []}
     parents = deps.messages.get(answer.stream, persona_id, [answer.reply_to or ""])
     if not parents or parents[0].from_bot:  # a line of the bot's that answers nobody
-        if len(pending) < deps.chat_rules.buffer_max:
+        if len(pending) < deps.knobs.chat_rules.buffer_max:
             return out
         jobs = jobs_from_buffer(pending, answer, persona_id, deps.validation)
         return {**out, "handed_off": enqueue(deps, jobs), "pending": []}
@@ -42,8 +42,8 @@ def recorded(state: ReplyState, deps: ReplyDeps) -> dict[str, Any]:
         context_message_ids=[], relevance_scores={}, llm_response=answer.content,
         memory_ids=given, action="text_reply", reason="the host answered",
     )  # fmt: skip
-    deps.background.submit(record_usage, deps, record)
-    deps.background.submit(recalled, deps, given, answer.when.timestamp())
+    deps.process.background.submit(record_usage, deps, record)
+    deps.process.background.submit(recalled, deps, given, answer.when.timestamp())
     return {
         **out,
         "handed_off": enqueue(deps, jobs),

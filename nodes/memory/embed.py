@@ -68,7 +68,7 @@ def event_for(
 
 
 def embed(state: MemoryState, ctx: Context, deps: Deps) -> EmbedWrites:
-    event = event_for(state, deps.people(current_job(state).scope.key), deps.bot_id)
+    event = event_for(state, deps.people(current_job(state).scope.key), deps.limits.bot_id)
     deps.events.upsert(event)
     return {"status": "degraded" if event.degraded else "stored"}
 

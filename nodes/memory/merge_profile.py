@@ -155,7 +155,7 @@ def merge_profile_llm(state: MemoryState, ctx: Context, deps: Deps) -> MergeProf
     def compute(current: Current) -> ProfileChange:
         messages = [HumanMessage(render_profile_prompt(job, current, persona))]
         try:
-            update = model.structured(chat, ProfileUpdate, messages, deps.structured, usage)
+            update = model.structured(chat, ProfileUpdate, messages, deps.model.structured, usage)
         except model.ModelError as exc:
             if exc.kind != "parse":  # unreachable, time-out, HTTP: the job is retried later
                 raise
@@ -167,7 +167,7 @@ def merge_profile_llm(state: MemoryState, ctx: Context, deps: Deps) -> MergeProf
         done = apply_with_retry(deps, job, compute)
     except ValidationError as exc:  # e.g. a fact that fits the schema but not the store
         done = f"skipped: malformed model output ({exc.error_count()} errors)"
-    return {"profile": done, "usage": usage.by_node("merge_profile", deps.prices)}
+    return {"profile": done, "usage": usage.by_node("merge_profile", deps.model.prices)}
 
 
 def merge_profile_rules(state: MemoryState, ctx: Context, deps: Deps) -> MergeProfileWrites:

@@ -52,7 +52,7 @@ def quality_gate(state: MemoryState, ctx: Context, deps: Deps) -> QualityGateWri
     }
     if verdict.passed:
         return out
-    if state.get("attempts", 0) < (ctx.max_gate_attempts or deps.max_gate_attempts):
+    if state.get("attempts", 0) < (ctx.max_gate_attempts or deps.limits.max_gate_attempts):
         return out
     offline = rewrite_rules(state, ctx, deps)["text"]
     candidates = [{**t, "by": variant} for t in [*state.get("tried", []), tried]]

@@ -101,7 +101,7 @@ def rewrite_llm(state: MemoryState, ctx: Context, deps: Deps) -> RewriteWrites:
     return {
         "text": said.strip('"“”'),
         "attempts": state.get("attempts", 0) + 1,
-        "usage": usage.by_node("rewrite", deps.prices),
+        "usage": usage.by_node("rewrite", deps.model.prices),
     }
 
 

@@ -79,7 +79,7 @@ def pending_of(
 
 
 def _iso(seconds: float, deps: ReplyDeps) -> str:
-    return datetime.fromtimestamp(seconds, deps.tz).isoformat()
+    return datetime.fromtimestamp(seconds, deps.limits.tz).isoformat()
 
 
 def catch_up(
@@ -101,13 +101,15 @@ def catch_up(
         ):
             continue
         stored = store.add(
-            stored_message(early, early.mentions, from_bot=early.user_id == deps.bot_id)
+            stored_message(early, early.mentions, from_bot=early.user_id == deps.limits.bot_id)
         )
         seen.add(early.message_id, stored.seq, context=True)
         taken.append(pending_of(early, deps, from_bot=stored.from_bot))
     if seen.seq is not None:
         for lost in store.newer_than(msg.stream, msg.persona_id, seen.seq):
-            mine = lost.from_bot or lost.user_id == deps.bot_id  # the bot's lines: not memory
+            mine = (
+                lost.from_bot or lost.user_id == deps.limits.bot_id
+            )  # the bot's lines: not memory
             if mine or lost.message_id in seen or lost.message_id == msg.message_id:
                 continue
             seen.add(lost.message_id, lost.seq, context=True)

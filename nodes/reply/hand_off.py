@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.messages import RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
-from nodes.deps import ReplyDeps
+from nodes.deps import Deps, ReplyDeps, need
 from state.context import Context
 from state.memory import MemoryJob, build_job
 from state.reply import (
@@ -123,14 +123,15 @@ def reply_summary(user_name: str, said: str) -> str:
     return f"我回复了{user_name}：“{said}”"
 
 
-def enqueue(deps: ReplyDeps, jobs: list[MemoryJob]) -> list[str]:
-    """Queue jobs (their chat and person kept beside them, for forget)."""
-    queue = deps.jobs
+def enqueue(deps: Deps, jobs: list[MemoryJob]) -> list[str]:
+    """Queue jobs (their chat and person kept beside them, for forget) and wake the
+    process's memory worker: the one way a memory job is queued."""
+    queue = need(deps.jobs, "jobs")
     for job in jobs:
         payload = job.model_dump(mode="json")
         queue.enqueue(job.request_id, payload, scope=job.scope, user_id=job.user_id)
     if jobs:
-        deps.on_job()
+        deps.process.on_job()
     return [job.request_id for job in jobs]
 
 
@@ -139,7 +140,7 @@ def hand_off(state: ReplyState, ctx: Context, deps: ReplyDeps) -> HandOffWrites:
     action = state.get("action", "no_reply")
     pending = list(state.get("pending", []))
     persona_id = state.get("persona_id", msg.persona_id)
-    deps.foreground.leave(msg.stream)  # what follows is quick; memory may run after it
+    deps.process.foreground.leave(msg.stream)  # what follows is quick; memory may run after it
     out: HandOffWrites = {
         "handed_off": list(state.get("handed_off", [])),
         # the tool loop's conversation is this run's only: not kept on the thread
@@ -156,7 +157,7 @@ def hand_off(state: ReplyState, ctx: Context, deps: ReplyDeps) -> HandOffWrites:
     if not replied and state.get("reason") and state.get("ranked"):
         # the plan read the context and chose not to answer: recorded too, so an operator
         # sees why (off the path; an ABSENT chat's unread messages are not)
-        deps.background.submit(record_usage, deps, usage_of(state, msg, ""))
+        deps.process.background.submit(record_usage, deps, usage_of(state, msg, ""))
     if replied:
         bot_line = _store_reply(deps, msg, said, persona_id)
         pending.append(bot_line)
@@ -166,12 +167,12 @@ def hand_off(state: ReplyState, ctx: Context, deps: ReplyDeps) -> HandOffWrites:
             pending, msg, persona_id, deps.validation, answered_user=msg.user_id,
             action=summary, variants=state.get("memory_variants"),
         )  # fmt: skip
-        deps.background.submit(record_usage, deps, usage_of(state, msg, said))
+        deps.process.background.submit(record_usage, deps, usage_of(state, msg, said))
         # the memories the reply was given are recalled: they fade slower
-        deps.background.submit(
+        deps.process.background.submit(
             recalled, deps, list(state.get("memory_ids", [])), msg.when.timestamp()
         )
-    elif len(pending) >= deps.chat_rules.buffer_max:
+    elif len(pending) >= deps.knobs.chat_rules.buffer_max:
         jobs = jobs_from_buffer(
             pending, msg, persona_id, deps.validation, variants=state.get("memory_variants")
         )
@@ -193,7 +194,7 @@ def _store_reply(deps: ReplyDeps, msg: ChatMessage, text: str, persona_id: str) 
             platform=msg.platform,
             chat_type=msg.chat_type,
             chat_id=msg.scope_chat_id,
-            user_id=deps.bot_id,
+            user_id=deps.limits.bot_id,
             user_name=name,
             content=text,
             timestamp=when.timestamp(),
@@ -204,7 +205,7 @@ def _store_reply(deps: ReplyDeps, msg: ChatMessage, text: str, persona_id: str) 
     )
     return PendingMessage(
         message_id=reply_id,
-        user_id=deps.bot_id,
+        user_id=deps.limits.bot_id,
         user_name=name,
         content=text,
         timestamp=when.isoformat(),

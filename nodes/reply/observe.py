@@ -11,16 +11,14 @@ import re
 from collections.abc import Collection
 from typing import Any, Literal
 
-from langchain_core.messages import RemoveMessage
-from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.types import Overwrite
 
 from nodes.deps import Deps, ReplyDeps
 from nodes.reply.arrivals import Seen, catch_up, journaled_before, pending_of, stored_message
 from nodes.reply.hand_off import enqueue, jobs_from_buffer
-from nodes.variants import registry, resolve_all
+from nodes.variants import memory_arms
 from state.context import Context
-from state.reply import ChatMessage, ReplyState, handled
+from state.reply import ChatMessage, ReplyState, handled, run_start
 from state.validation import InputError, validated
 from stores.base import EventQuery, StoredMessage
 
@@ -36,25 +34,11 @@ INTEREST_REPLY_TO_BOT = 0.4
 INTEREST_QUESTION = 0.15
 INTEREST_TOPIC = 0.1
 
-# Per-run fields, cleared at the start of every run so nothing leaks from the last one.
-FRESH: ReplyState = {
-    "action": "no_reply", "reason": "", "reply": "", "sticker": {}, "context_ids": [],
-    "ranked": [], "memory_ids": [], "relation_block": "", "memory_block": "",
-    "context_fallback": "", "replans": 0, "replan": False, "tool_calls": [], "handed_off": [],
-    "duplicate": False, "from_self": False, "context_text": "", "recall_text": "",
-    "tool_result": "",
-}  # fmt: skip
-
 
 def fresh() -> ReplyState:
-    """Every per-run field cleared, accumulating ones (tool loop, fallbacks, usage) too:
-    written past their reducers (a removal, an ``Overwrite``), not as the values read."""
-    return {
-        **FRESH,
-        "model_messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)],  # type: ignore[list-item]
-        "fallback": Overwrite([]),  # type: ignore[typeddict-item]
-        "usage": Overwrite({}),  # type: ignore[typeddict-item]
-    }
+    """Every per-run field (``state.reply.ReplyRun``) cleared, accumulating ones (tool loop,
+    fallbacks, usage, the variants that ran) too: written past their reducers."""
+    return run_start(past_reducers=True)
 
 
 def validate_message(raw: Any, deps: Deps) -> ChatMessage:
@@ -122,7 +106,7 @@ def observe(state: ReplyState, ctx: Context, deps: ReplyDeps) -> ReplyState:
     first_time = msg.message_id not in seen
     persona_id = msg.persona_id
     # The memory graph's variants for jobs this run writes: they travel with each job.
-    memory_variants = resolve_all(registry().graph("memory"), ctx, deps)
+    memory_variants = memory_arms(ctx.variants, None, deps)
     out["memory_variants"] = memory_variants
     previous = state.get("persona_id")
     if previous and previous != persona_id and pending:
@@ -132,19 +116,19 @@ def observe(state: ReplyState, ctx: Context, deps: ReplyDeps) -> ReplyState:
     thread_id, journaled = journaled_before(deps, msg)
     pending += catch_up([*journaled, *inbox[:-1]], msg, store, seen, deps)
 
-    from_self = msg.user_id == deps.bot_id
+    from_self = msg.user_id == deps.limits.bot_id
     if not from_self:
-        deps.foreground.enter(msg.stream)  # left by hand_off: memory waits for replies
+        deps.process.foreground.enter(msg.stream)  # left by hand_off: memory waits for replies
     names = {name: uid for uid, name in store.members(msg.stream).items()}
-    bot_names = [deps.bot_id, *deps.persona_names(persona_id)]
-    names.update({name: deps.bot_id for name in bot_names})
+    bot_names = [deps.limits.bot_id, *deps.persona_names(persona_id)]
+    names.update({name: deps.limits.bot_id for name in bot_names})
     mentions = list(dict.fromkeys([*msg.mentions, *textual_mentions(msg.content, names)]))
-    if called_by_name(msg.content, bot_names) and deps.bot_id not in mentions:
-        mentions.append(deps.bot_id)
+    if called_by_name(msg.content, bot_names) and deps.limits.bot_id not in mentions:
+        mentions.append(deps.limits.bot_id)
     mentions = [m for m in mentions if m != msg.user_id]
     parent = store.get(msg.stream, persona_id, [msg.reply_to]) if msg.reply_to else []
-    reply_to_bot = bool(parent) and (parent[0].from_bot or parent[0].user_id == deps.bot_id)
-    addressed = not from_self and (deps.bot_id in mentions or msg.chat_type == "private")
+    reply_to_bot = bool(parent) and (parent[0].from_bot or parent[0].user_id == deps.limits.bot_id)
+    addressed = not from_self and (deps.limits.bot_id in mentions or msg.chat_type == "private")
     chat_state: Literal["ABSENT", "CHAT", "FOCUSED"] = state.get("chat_state", "ABSENT")
     if not from_self and (addressed or reply_to_bot or chat_state != "ABSENT"):
         # retrieve will search: its query's embedding runs (off the GIL) while we store
@@ -157,7 +141,7 @@ def observe(state: ReplyState, ctx: Context, deps: ReplyDeps) -> ReplyState:
         state.get("interest", 0.0),
         state.get("interest_at"),
         now,
-        deps.chat_rules.interest_half_life_s,
+        deps.knobs.chat_rules.interest_half_life_s,
     )
     if not from_self:
         interest += INTEREST_MENTION * addressed + INTEREST_REPLY_TO_BOT * reply_to_bot
@@ -198,7 +182,7 @@ def memory_query(
 ) -> EventQuery:
     """What retrieve searches for this message: strictly this chat and persona. ``names``:
     the bot's (its id, the persona's names), when the caller has them already."""
-    addressing = {*(names or [deps.bot_id, *deps.persona_names(persona_id)])}
+    addressing = {*(names or [deps.limits.bot_id, *deps.persona_names(persona_id)])}
     return EventQuery.asked(
         without_addressing(msg.content, addressing) or msg.content,  # "@小爱" is no topic
         msg.when,  # "上周" is a span in the message's own zone; memories fade relative to it
@@ -206,7 +190,7 @@ def memory_query(
         chat_type=msg.chat_type,
         chat_id=msg.scope_chat_id,
         persona_id=persona_id,  # strict: only this persona's conversations
-        top_k=ctx.auto_top_k or deps.auto_top_k,
+        top_k=ctx.auto_top_k or deps.knobs.auto_top_k,
         asker_id=msg.user_id,  # 我 in the message is them
         asker_name=msg.user_name,
     )

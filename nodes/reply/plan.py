@@ -82,7 +82,7 @@ def decide_rules(state: ReplyState, deps: ReplyDeps) -> tuple[Action, str]:
         )
     if chat_state == "ABSENT":
         return "no_reply", "chat is ABSENT and nobody addressed the bot"
-    rules = deps.chat_rules
+    rules = deps.knobs.chat_rules
     willingness = rules.willingness_focused if chat_state == "FOCUSED" else rules.willingness_chat
     interest = state.get("interest", 0.0)
     chance = min(1.0, interest * willingness + (0.2 if state.get("question") else 0.0))
@@ -99,7 +99,7 @@ def decide_rules(state: ReplyState, deps: ReplyDeps) -> tuple[Action, str]:
 def transition(state: ReplyState, action: Action, deps: ReplyDeps) -> tuple[PlanWrites, str]:
     """The chat-state move that follows this decision, mirrored for the FOCUSED cap, and
     what moved ("" when nothing did)."""
-    rules = deps.chat_rules
+    rules = deps.knobs.chat_rules
     chat_state: ChatState = state.get("chat_state", "ABSENT")
     count = state.get("no_reply_count", 0) + 1 if action == "no_reply" else 0
     note = ""
@@ -131,7 +131,9 @@ def _plan(
     state: ReplyState, deps: ReplyDeps, decide: Callable[[ReplyState, ReplyDeps], Decision]
 ) -> PlanWrites:
     newer = (
-        newer_messages(state, deps) if state.get("replans", 0) < deps.chat_rules.max_replans else []
+        newer_messages(state, deps)
+        if state.get("replans", 0) < deps.knobs.chat_rules.max_replans
+        else []
     )
     if newer:
         # Plan again with them: they join the context and may address the bot.
@@ -140,7 +142,7 @@ def _plan(
             "replans": state.get("replans", 0) + 1,
             "observed_seq": max(m.seq for m in newer),
             "addressed": state.get("addressed", False)
-            or any(deps.bot_id in m.mentions for m in newer),
+            or any(deps.limits.bot_id in m.mentions for m in newer),
             "action": "no_reply",
             "reason": f"re-plan: {len(newer)} newer message(s) arrived",
         }
@@ -196,7 +198,7 @@ def _by_model(state: ReplyState, deps: ReplyDeps) -> Decision:
     usage = Usage()
     try:
         plan = model.structured(
-            need_chat(deps), Plan, render_plan_messages(state, deps), deps.structured, usage
+            need_chat(deps), Plan, render_plan_messages(state, deps), deps.model.structured, usage
         )
     except model.ModelError as exc:  # the rules decide this message; the replay goes on
         log.warning("plan: %s; the rules variant decides instead", exc)
@@ -206,10 +208,10 @@ def _by_model(state: ReplyState, deps: ReplyDeps) -> Decision:
             f"{reason} (rules: the model failed)",
             {
                 "fallback": [{"slot": "plan", "kind": exc.kind, "error": str(exc)}],
-                "usage": usage.by_node("plan", deps.prices),
+                "usage": usage.by_node("plan", deps.model.prices),
             },
         )
-    return plan.action, plan.reason, {"usage": usage.by_node("plan", deps.prices)}
+    return plan.action, plan.reason, {"usage": usage.by_node("plan", deps.model.prices)}
 
 
 def plan_llm(state: ReplyState, ctx: Context, deps: ReplyDeps) -> PlanWrites:

@@ -214,7 +214,7 @@ def _recent(store: MessageStore, trigger: StoredMessage, rank: RankSettings) -> 
 
 def rank_weighted(state: ReplyState, ctx: Context, deps: ReplyDeps) -> RankContextWrites:
     store = deps.messages
-    rank = deps.rank
+    rank = deps.knobs.rank
     trigger = _trigger(state, store)
     try:
         deadline = time.perf_counter() + rank.timeout_ms / 1000
@@ -238,7 +238,7 @@ def rank_weighted(state: ReplyState, ctx: Context, deps: ReplyDeps) -> RankConte
 def rank_recent(state: ReplyState, ctx: Context, deps: ReplyDeps) -> RankContextWrites:
     store = deps.messages
     trigger = _trigger(state, store)
-    recent = _recent(store, trigger, deps.rank)
+    recent = _recent(store, trigger, deps.knobs.rank)
     n = len(recent)
     return {
         "context_ids": [m.message_id for m in recent],

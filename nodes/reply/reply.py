@@ -86,7 +86,7 @@ def reply_llm(state: ReplyState, ctx: Context, deps: ReplyDeps) -> ReplyWrites:
     if so_far and isinstance(so_far[-1], ToolMessage):
         new.append(HumanMessage(TOOL_RESULTS_CUE))  # small models echo the call otherwise
     rounds = sum(1 for m in so_far if isinstance(m, AIMessage) and m.tool_calls)
-    with_tools = rounds < deps.chat_rules.max_tool_rounds
+    with_tools = rounds < deps.knobs.chat_rules.max_tool_rounds
     usage = Usage()
     # The plan found the endpoint unreachable: one time-out per message is enough.
     down = [f for f in state.get("fallback", []) if f.get("kind") in model.UNREACHABLE]
@@ -102,11 +102,11 @@ def reply_llm(state: ReplyState, ctx: Context, deps: ReplyDeps) -> ReplyWrites:
             **rules,
             "tool_calls": tool_calls_made(so_far),
             "fallback": [{"slot": "reply", "kind": exc.kind, "error": str(exc)}],
-            "usage": usage.by_node("reply", deps.prices),
+            "usage": usage.by_node("reply", deps.model.prices),
         }
     out: ReplyWrites = {
         "model_messages": [*new, answer],
-        "usage": usage.by_node("reply", deps.prices),
+        "usage": usage.by_node("reply", deps.model.prices),
     }
     if answer.tool_calls:
         return out
@@ -198,7 +198,7 @@ def reply_rules(state: ReplyState, ctx: Context, deps: ReplyDeps) -> ReplyWrites
         *deps.persona_names(state.get("persona_id", msg.persona_id)),
     }
     line = recalled_line(msg.content, remembered, names)
-    view = profile_view(deps.profiles, msg.user_id, msg.scope, deps.profile_sharing)
+    view = profile_view(deps.profiles, msg.user_id, msg.scope, deps.limits.profile_sharing)
     here = [f for lp in view.learned if lp.scope == msg.scope for f in lp.key_facts]
     facts = here or view.key_facts  # the newest of this chat's, else of what it may see
     if line:

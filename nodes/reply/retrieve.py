@@ -24,7 +24,7 @@ def retrieve(state: ReplyState, ctx: Context, deps: ReplyDeps) -> RetrieveWrites
     persona_id = state.get("persona_id", msg.persona_id)
     query = memory_query(msg, persona_id, ctx, deps)
     searching = _pool.submit(deps.events.search, query)  # the SQL reads below run meanwhile
-    view = profile_view(deps.profiles, msg.user_id, msg.scope, deps.profile_sharing)
+    view = profile_view(deps.profiles, msg.user_id, msg.scope, deps.limits.profile_sharing)
     group = (
         deps.profiles.get_group(msg.platform, msg.scope_chat_id)
         if msg.chat_type == "group"
@@ -32,11 +32,11 @@ def retrieve(state: ReplyState, ctx: Context, deps: ReplyDeps) -> RetrieveWrites
     )
     hits = searching.result()
     events = [
-        (f"{datetime.fromtimestamp(h.event.timestamp, deps.tz):%Y-%m-%d}", h.event.text)
+        (f"{datetime.fromtimestamp(h.event.timestamp, deps.limits.tz):%Y-%m-%d}", h.event.text)
         for h in hits
     ]
     return {
-        "relation_block": render_relation_block(view, msg.scope, deps.tz, msg.user_name),
+        "relation_block": render_relation_block(view, msg.scope, deps.limits.tz, msg.user_name),
         "memory_block": render_memory_block(view, group, events, msg.scope),
         "memory_ids": [h.event.id for h in hits],
     }

@@ -113,7 +113,7 @@ class Scoped:
 
 
 def make_tools(deps: ReplyDeps) -> list[BaseTool]:
-    cross = deps.chat_rules.allow_cross_scope_search
+    cross = deps.knobs.chat_rules.allow_cross_scope_search
 
     def search_events(
         query: str,
@@ -138,8 +138,8 @@ def make_tools(deps: ReplyDeps) -> list[BaseTool]:
                 return _json({"error": "只能搜索本聊天的记忆（跨群搜索未开启）", "results": []})
             chat_type, chat_id = "group", target_group_id
         try:
-            since = parse_timestamp(time_from, deps.tz).timestamp() if time_from else None
-            until = parse_timestamp(time_to, deps.tz).timestamp() if time_to else None
+            since = parse_timestamp(time_from, deps.limits.tz).timestamp() if time_from else None
+            until = parse_timestamp(time_to, deps.limits.tz).timestamp() if time_to else None
             if until is not None and time_to and DATE_ONLY.fullmatch(time_to.strip()):
                 until += 86400 - 0.001  # "until 2026-11-16" takes in that whole day
             hits = deps.events.search(
@@ -152,12 +152,15 @@ def make_tools(deps: ReplyDeps) -> list[BaseTool]:
         except ValueError as exc:
             return _json({"error": str(exc), "results": []})
         # what the model reads back is recalled (off the reply path)
-        deps.background.submit(recalled, deps, [h.event.id for h in hits], msg.when.timestamp())
+        deps.process.background.submit(
+            recalled, deps, [h.event.id for h in hits], msg.when.timestamp()
+        )
+        tz = deps.limits.tz
         return _json(
             {
                 "results": [
                     {
-                        "time": f"{datetime.fromtimestamp(h.event.timestamp, deps.tz):%F %R}",
+                        "time": f"{datetime.fromtimestamp(h.event.timestamp, tz):%F %R}",
                         "user": h.event.user_name,
                         "text": h.event.text,
                     }
@@ -180,7 +183,7 @@ def make_tools(deps: ReplyDeps) -> list[BaseTool]:
             )
         if target_id not in scoped.members:
             return _json({"error": "只能查看本聊天里的人的侧写"})
-        view = profile_view(deps.profiles, target_id, here, deps.profile_sharing)
+        view = profile_view(deps.profiles, target_id, here, deps.limits.profile_sharing)
         rel = view.relationship
         chat = EventQuery(text="", platform=msg.platform, chat_type=msg.chat_type,
                           chat_id=msg.scope_chat_id, persona_id=scoped.persona_id)  # fmt: skip

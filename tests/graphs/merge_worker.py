@@ -6,6 +6,7 @@ import sys
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from domain.limits import Limits
 from nodes.deps import Deps
 from nodes.memory.intake import validate_job
 from nodes.memory.merge_profile import merge_profile_rules
@@ -32,7 +33,7 @@ def sql_deps(url: str) -> Deps:
         events=SqlLexicalIndex(engine, bot="bot"),
         profiles=SqlProfileStore(engine, bot="bot"),
         personas=SqlPersonaStore(engine),
-        tz=SHANGHAI,
+        limits=Limits(tz=SHANGHAI),
     )
 
 

@@ -59,11 +59,12 @@ class Chat:
 
     def config(self, msg: dict[str, Any]) -> Any:
         stream = f"{msg.get('platform')}:{msg.get('chat_type')}:{msg.get('chat_id') or msg.get('user_id')}"
-        return thread_config(stream, self.deps.bot_id)
+        return thread_config(stream, self.deps.limits.bot_id)
 
     def state(self, msg: dict[str, Any]) -> dict[str, Any]:
         return self.graph.get_state(self.config(msg)).values  # type: ignore[return-value]
 
 
 def with_rules(deps: Deps, **chat_rules: Any) -> Deps:
-    return replace(deps, chat_rules=deps.chat_rules.model_copy(update=chat_rules))
+    rules = deps.knobs.chat_rules.model_copy(update=chat_rules)
+    return replace(deps, knobs=replace(deps.knobs, chat_rules=rules))

@@ -31,7 +31,7 @@ class Host:
         # a stateless run (as on a server): a thread of its own, used once
         stream = f"qq:group:{msg['chat_id']}"
         once = {"configurable": {"thread_id": str(uuid.uuid4())}}
-        config = thread_config(stream, self.deps.bot_id) if thread else once
+        config = thread_config(stream, self.deps.limits.bot_id) if thread else once
         return self.graph.invoke({"message": msg, **more}, config, context=Context(op=op))  # type: ignore[arg-type]
 
     def remembered(self) -> None:
@@ -66,7 +66,7 @@ def test_capture_recall_record_and_tools(deps: Deps) -> None:
               "reply_to": asked["message_id"], "mentions": []}  # fmt: skip
     out = host.run("record", answer, host_memory_ids=got["memory_ids"])
     assert out["handed_off"]  # the buffer went to memory with the host's answer
-    values = host.graph.get_state(thread_config("qq:group:1001", deps.bot_id)).values
+    values = host.graph.get_state(thread_config("qq:group:1001", deps.limits.bot_id)).values
     outcome = values["handled"][asked["message_id"]]
     assert outcome["reply"] == answer["content"] and outcome["memory_ids"] == got["memory_ids"]
     line = deps.messages.get("qq:group:1001", "default", [answer["message_id"]])  # type: ignore[union-attr]

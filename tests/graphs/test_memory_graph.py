@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from tests.graphs.helpers import Recorder, facts, job, run
 
 
 def with_chat(deps: Deps, chat: FakeChat) -> Deps:
-    return type(deps)(**{**deps.__dict__, "chat": chat})
+    return deps.with_chat(chat)
 
 
 CHAT = ChatScope(platform="qq", chat_type="group", chat_id="1001")
@@ -86,7 +87,7 @@ def test_a_memory_runs_trace_says_whose_job_it_was_and_what_the_gate_decided(
     raw = job("held", action_summary="", new_info="他昨天说他下个月辞职")
     out = graph.invoke(raw, config, context=Context(), durability="sync")
     (root,) = recorder.roots
-    assert root.metadata["bot_id"] == deps.bot_id and root.metadata["request_id"] == "held"
+    assert root.metadata["bot_id"] == deps.limits.bot_id and root.metadata["request_id"] == "held"
     assert root.metadata["stream"] == "qq:group:1001" and root.metadata["status"] == "degraded"
     assert root.metadata["gate"] == "held" and root.metadata["gate_reasons"] == out["reasons"]
     assert root.metadata["variants"] == out["variants"]
@@ -204,7 +205,7 @@ def test_unknown_or_unavailable_variants_are_named(deps: Deps) -> None:
 
 def test_a_failed_step_resumes_there_without_redoing_the_rest(deps: Deps) -> None:
     chat = FakeChat(script=["小助手帮小明查了高铁，小明2026年11月25日要去北京出差"])
-    flaky = type(deps)(**{**deps.__dict__, "events": DownEvents(deps.events), "chat": chat})
+    flaky = replace(deps.with_chat(chat), events=DownEvents(deps.events))
     graph = build_memory_graph(flaky, checkpointer=InMemorySaver())
     config: Any = {"configurable": {"thread_id": "r1"}}
     ctx = Context(variants={"rewrite": "llm", "merge_profile": "rules"})

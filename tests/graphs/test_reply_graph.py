@@ -11,6 +11,7 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from graphs.reply import build_reply_graph
+from groupmind.chatting import reply_context
 from nodes.deps import Deps
 from nodes.reply.arrivals import stored_message
 from nodes.reply.observe import observe, validate_message
@@ -30,7 +31,7 @@ def plan_model(*decisions: str) -> FakeChat:
 
 
 def llm_plan(deps: Deps, *decisions: str) -> Deps:
-    return type(deps)(**{**deps.__dict__, "chat": plan_model(*decisions)})
+    return deps.with_chat(plan_model(*decisions))
 
 
 def remember(deps: Deps, event_id: str, text: str, **kw: Any) -> None:
@@ -272,11 +273,33 @@ def test_the_variants_a_run_used_reach_its_trace_metadata(deps: Deps) -> None:
     )
     # what the run decided, added by its slots as they ended (nodes/tracing.py)
     assert root.metadata["action"] == out["action"] == "text_reply" and root.metadata["reason"]
-    assert root.metadata["stream"] == "qq:group:1001" and root.metadata["bot_id"] == deps.bot_id
+    assert (
+        root.metadata["stream"] == "qq:group:1001" and root.metadata["bot_id"] == deps.limits.bot_id
+    )
     assert set(root.metadata["variants"]) >= {"observe", "retrieve", "plan", "reply", "hand_off"}
     assert (
         chat.state(message("x"))["variants"]["rank_context"] == "recent"
     )  # and in the thread's state
+
+
+def test_a_second_run_names_only_the_variants_it_ran(deps: Deps) -> None:
+    """A thread run twice with different variants: the second run's state and output name
+    its own arms, never a slot that ran only in the first (variants are per run)."""
+    chat = Chat(deps)
+
+    def run(msg: dict[str, Any], **variants: str) -> dict[str, Any]:
+        context = reply_context(deps, variants)
+        return chat.graph.invoke({"message": msg}, chat.config(msg), context=context)  # type: ignore[return-value]
+
+    first = run(message("@bot 在吗", **BOT), rank_context="recent")
+    assert first["action"] == "text_reply"
+    assert first["variants"]["rank_context"] == "recent" and "reply" in first["variants"]
+    quiet = message("大家早", message_id=passing_id())
+    second = run(quiet, rank_context="weighted")
+    assert second["action"] == "no_reply"
+    assert second["variants"]["rank_context"] == "weighted"
+    assert "reply" not in second["variants"] and "emoji" not in second["variants"]
+    assert chat.state(quiet)["variants"] == second["variants"]
 
 
 def test_a_thread_named_by_its_stream_alone_is_adopted_by_the_bots_thread(deps: Deps) -> None:

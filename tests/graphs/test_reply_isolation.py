@@ -90,7 +90,7 @@ def run_tools(
     model = FakeChat(script=[calls, "好的"])  # all calls in one round, then an answer
     # the memory variants travel with the jobs the tools queue: rules, run by drain()
     rules_memory = {"rewrite": "rules", "merge_profile": "rules"}
-    Chat(replace(deps, chat=model), plan="rules", reply="llm", **rules_memory).send(
+    Chat(deps.with_chat(model), plan="rules", reply="llm", **rules_memory).send(
         message("@bot 帮我查查", chat_id=chat_id, mentions=["bot"], user_id=user, user_name="小红")
     )
     tool_results = [m for m in model.prompts[-1] if m.type == "tool"]
@@ -127,9 +127,8 @@ def test_tool_arguments_cannot_widen_the_scope(deps: Deps) -> None:
 
 def test_cross_scope_search_only_when_the_operator_allows_it(deps: Deps) -> None:
     seed(deps)
-    allowed = replace(
-        deps, chat_rules=deps.chat_rules.model_copy(update={"allow_cross_scope_search": True})
-    )
+    rules = deps.knobs.chat_rules.model_copy(update={"allow_cross_scope_search": True})
+    allowed = replace(deps, knobs=replace(deps.knobs, chat_rules=rules))
     (result,) = run_tools(
         allowed, [tool_call("search_events", query="秘密 发布", target_group_id="A")]
     )
@@ -180,14 +179,14 @@ def test_a_private_chats_facts_never_reach_a_groups_prompt(deps: Deps) -> None:
     Chat(deps).send(dm)
     drain(deps)
     model = FakeChat(script=["好的"])
-    Chat(replace(deps, chat=model), plan="rules", reply="llm").send(
+    Chat(deps.with_chat(model), plan="rules", reply="llm").send(
         message(
             "@bot 你知道我住哪吗", chat_id="B", mentions=["bot"], user_id="20001", user_name="小红"
         )
     )
     prompt = model.last_prompt()
     assert "小红" in prompt and "杭州" not in prompt and "卧底" not in prompt
-    everywhere = replace(deps, chat=model, profile_sharing="all")
+    everywhere = replace(deps.with_chat(model), limits=replace(deps.limits, profile_sharing="all"))
     Chat(everywhere, plan="rules", reply="llm").send(
         message(
             "@bot 你知道我住哪吗", chat_id="B", mentions=["bot"], user_id="20001", user_name="小红"
@@ -199,11 +198,13 @@ def test_a_private_chats_facts_never_reach_a_groups_prompt(deps: Deps) -> None:
 def test_the_tool_loop_is_bounded(deps: Deps) -> None:
     asks = [{"__tool__": "search_events", "query": f"x{n}"} for n in range(10)]
     endless = FakeChat(script=asks)  # never stops asking, something new each time
-    out = Chat(replace(deps, chat=endless), plan="rules", reply="llm").send(
+    out = Chat(deps.with_chat(endless), plan="rules", reply="llm").send(
         message("@bot 查一下", chat_id="B", mentions=["bot"])
     )
     assert out["action"] == "text_reply"
-    assert len(endless.prompts) == deps.chat_rules.max_tool_rounds + 1  # rounds, then an answer
+    assert (
+        len(endless.prompts) == deps.knobs.chat_rules.max_tool_rounds + 1
+    )  # rounds, then an answer
     assert [c["args"]["query"] for c in out["tool_calls"]] == ["x0", "x1", "x2"]
     assert out["fallback"][0]["slot"] == "reply"  # it never answered: the rules did
 
@@ -211,7 +212,7 @@ def test_the_tool_loop_is_bounded(deps: Deps) -> None:
 def test_a_repeated_tool_call_is_not_run_again(deps: Deps) -> None:
     same = {"__tool__": "search_events", "query": "x"}
     model = FakeChat(script=[same, same, "没有找到相关的记忆"])
-    out = Chat(replace(deps, chat=model), plan="rules", reply="llm").send(
+    out = Chat(deps.with_chat(model), plan="rules", reply="llm").send(
         message("@bot 查一下", chat_id="B", mentions=["bot"])
     )
     assert out["reply"] == "没有找到相关的记忆" and len(out["tool_calls"]) == 1

@@ -50,7 +50,7 @@ def test_rewrite_rules_uses_whom_the_user_answered(deps: Deps) -> None:
 def test_rewrite_llm_sends_the_seed_prompt_and_strips_quotes(deps: Deps) -> None:
     chat = FakeChat(script=["“小明2026年11月25日要去北京出差。”"])
     state = state_for(deps)
-    out = rewrite_llm(state, Context(), type(deps)(**{**deps.__dict__, "chat": chat}))  # type: ignore[arg-type]
+    out = rewrite_llm(state, Context(), deps.with_chat(chat))
     assert (out["text"], out["attempts"]) == ("小明2026年11月25日要去北京出差。", 1)
     assert out["usage"]["nodes"]["rewrite"]["calls"] == 1
     prompt = chat.last_prompt()
@@ -339,10 +339,10 @@ def test_here_in_the_bots_own_notes_is_the_users_place(deps: Deps) -> None:
 
 
 def test_an_unconfigured_persona_is_named_in_the_chats_language(deps: Deps) -> None:
-    assert state_for(deps)["persona_name"] == deps.bot_name == "小助手"
+    assert state_for(deps)["persona_name"] == deps.limits.bot_name == "小助手"
     english = state_for(deps, action_summary="", new_info="I moved to Berlin last week")
-    assert english["persona_name"] == deps.bot_name_en
-    assert deps.persona_names("default") == [deps.bot_name]  # its id is no name either
+    assert english["persona_name"] == deps.limits.bot_name_en
+    assert deps.persona_names("default") == [deps.limits.bot_name]  # its id is no name either
 
 
 def test_an_english_answer_is_remembered_in_english(deps: Deps) -> None:
@@ -353,6 +353,6 @@ def test_an_english_answer_is_remembered_in_english(deps: Deps) -> None:
     job = state_for(deps, user_name="Lin", action_summary=action,
                     new_info="Where can I get good bread?")  # fmt: skip
     text = rewrite_rules(job, Context(), deps)["text"]  # type: ignore[arg-type]
-    assert text.startswith(f"{deps.bot_name_en} replied to Lin: “Try the bakery")
+    assert text.startswith(f"{deps.limits.bot_name_en} replied to Lin: “Try the bakery")
     assert not has_cjk(text)
     assert reply_summary("小林", "试试那家面包店").startswith("我回复了小林：")

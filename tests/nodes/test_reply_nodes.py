@@ -132,7 +132,7 @@ def test_rank_falls_back_to_recent_messages_on_error(deps: Deps) -> None:
             self.inner = inner
 
         def window(self, *a: Any, **kw: Any) -> Any:
-            if kw.get("limit") == deps.rank.window_max:
+            if kw.get("limit") == deps.knobs.rank.window_max:
                 raise RuntimeError("index unavailable")
             return self.inner.window(*a, **kw)
 
@@ -149,7 +149,8 @@ def test_rank_falls_back_to_recent_messages_on_error(deps: Deps) -> None:
 
 
 def test_rank_times_out_into_the_fallback(deps: Deps) -> None:
-    slow = replace(deps, rank=deps.rank.model_copy(update={"timeout_ms": 1e-6}))
+    rank = deps.knobs.rank.model_copy(update={"timeout_ms": 1e-6})
+    slow = replace(deps, knobs=replace(deps.knobs, rank=rank))
     deps.messages.add(stored("old", "u", 1_795_000_000.0))  # type: ignore[union-attr]
     state = observe({"message": message("hi", timestamp=1_795_000_100)}, Context(), slow)  # type: ignore[arg-type]
     out = rank_weighted(state, Context(), slow)  # type: ignore[arg-type]
@@ -286,13 +287,13 @@ def test_what_the_model_receives_for_my_is_the_askers_memory(deps: Deps) -> None
 def test_an_unconfigured_persona_answers_to_the_bots_name_never_its_id(deps: Deps) -> None:
     from nodes.reply.reply import build_messages
 
-    assert deps.persona_names("default") == [deps.bot_name]
-    assert deps.persona_names("helper-7") == [deps.bot_name]
+    assert deps.persona_names("default") == [deps.limits.bot_name]
+    assert deps.persona_names("helper-7") == [deps.limits.bot_name]
     msg = message("@bot 你好", mentions=["bot"])
     state = observe({"message": msg}, Context(), deps)  # type: ignore[arg-type]
     system = build_messages(deps, {**state, **retrieve(state, Context(), deps)},  # type: ignore[arg-type]
                             state["msg"])[0].content  # fmt: skip
-    assert "default" not in system and deps.bot_name in system
+    assert "default" not in system and deps.limits.bot_name in system
     called = observe({"message": message("default 你好", message_id="m2")}, Context(), deps)  # type: ignore[arg-type]
     assert not called["addressed"]  # its id is no name to call it by
 

@@ -196,7 +196,7 @@ def test_compact_seals_every_chat(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["--data-dir", str(data), "compact"])
     assert result.exit_code == 0, result.output
     assert "vectors: 8 sealed in blocks" in result.output
-    assert block_count(runtime.engine, runtime.deps.bot_id) == 2
+    assert block_count(runtime.engine, runtime.deps.limits.bot_id) == 2
 
 
 def test_a_chat_with_many_loose_vectors_asks_chroma_until_sealed(

@@ -22,12 +22,14 @@ def rank_keywords(state: ReplyState, ctx: Context, deps: ReplyDeps) -> RankConte
         return {"context_ids": [], "ranked": [], "context_fallback": "the message was not stored"}
     trigger = found[0]
     words = set(trigger.keywords)
-    candidates = [c.message for c in gather(store, trigger, deps.rank, state.get("observed_seq"))]
+    candidates = [
+        c.message for c in gather(store, trigger, deps.knobs.rank, state.get("observed_seq"))
+    ]
     scored = sorted(
         ((m, len(words & set(m.keywords)) / len(words) if words else 0.0) for m in candidates),
         key=lambda ms: (-ms[1], -ms[0].timestamp, -ms[0].seq),
     )
-    chosen = [m for m, score in scored if score > 0][: deps.rank.max_messages]
+    chosen = [m for m, score in scored if score > 0][: deps.knobs.rank.max_messages]
     chosen = chosen or [m for m, _ in scored[:FALLBACK]]
     chosen.sort(key=lambda m: (m.timestamp, m.seq))
     return {
