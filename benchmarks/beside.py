@@ -19,7 +19,7 @@ from typing import Any
 from benchmarks.latency import pool, populate
 from benchmarks.workload import chroma_server, jobs, replies
 from groupmind.settings import Settings
-from groupmind.wiring import Runtime, build_runtime
+from groupmind.wiring import Deployment, build_runtime
 from stores.base import Persona
 
 STARTUP_S = 120.0  # at most, for the worker's first job: replies are timed once it runs jobs
@@ -73,7 +73,7 @@ def _worker(run: Path, port: int, nice: int) -> subprocess.Popen[bytes]:
     return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _done(runtime: Runtime) -> int:
+def _done(runtime: Deployment) -> int:
     return int(runtime.board.counts().get("done", 0))
 
 

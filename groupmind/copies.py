@@ -29,7 +29,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
 from domain.scope import ForgetTarget
-from stores.base import Said
+from stores.said import Said
 from stores.sql.engine import read_only_sqlite
 from stores.sql.schema import EventDocRow, MessageRow
 

@@ -13,11 +13,11 @@ from typing import Any
 from domain.scope import ForgetTarget
 from graphs.reply import ReplyGraph
 from groupmind.threads import thread_config
-from groupmind.wiring import Runtime
+from groupmind.wiring import Deployment
 from nodes.forget import forget as erase_everywhere
 from state.forget import ForgetRequest
 from state.reply import Handled, run_start
-from stores.base import Said
+from stores.said import Said
 
 ERASED: Handled = {"action": "no_reply", "reason": "its answer was erased (forget)", "reply": ""}
 
@@ -77,7 +77,7 @@ class CheckpointThreads:
 
 
 def forget(
-    runtime: Runtime, bot: str, reply_graph: ReplyGraph, request: ForgetRequest, *,
+    runtime: Deployment, bot: str, reply_graph: ReplyGraph, request: ForgetRequest, *,
     wait_s: float = 30.0,
 ) -> dict[str, Any]:  # fmt: skip
     """Erase the bot's (the caller compacts the engines after, once for every bot);

@@ -11,7 +11,7 @@ from langgraph.graph.state import CompiledStateGraph
 from graphs.reply import ReplyGraph, build_reply_graph
 from groupmind.checkpoint import make_checkpointer
 from groupmind.settings import Settings
-from groupmind.wiring import Runtime, build_runtime
+from groupmind.wiring import Deployment, build_runtime
 from groupmind.worker import MemoryWorker
 from nodes.deps import ReplyDeps
 from stores.base import JobQueue
@@ -19,7 +19,7 @@ from stores.base import JobQueue
 
 @dataclass
 class Session:
-    runtime: Runtime
+    runtime: Deployment
     worker: MemoryWorker
 
     @property

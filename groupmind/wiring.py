@@ -25,10 +25,9 @@ from sqlalchemy.engine import make_url
 
 from domain.scope import ForgetTarget
 from graphs.memory import MemoryGraph, build_memory_graph
-from groupmind.background import BackgroundWorker
 from groupmind.checkpoint import make_checkpointer, prune_threads, thread_ids
 from groupmind.copies import reach
-from groupmind.onebot.journal import JournalAt
+from groupmind.memory_thread import BackgroundWorker
 from groupmind.providers import embedding_name, make_chat_model, make_embeddings
 from groupmind.settings import Settings, process_settings
 from groupmind.worker import MemoryWorker
@@ -36,11 +35,12 @@ from nodes.deps import ForgetDeps, Knobs, Model, Process, ReplyDeps, ReplyThread
 from nodes.model import Prices, StructuredOutput
 from nodes.reply.emoji import StickerIndex, load_library
 from state.context import Context
-from stores.base import Said
 from stores.chroma import ChromaEventVectors, make_client
 from stores.compact import compact_postgres, compact_sqlite, purge_chroma
 from stores.hybrid import HybridEventStore
+from stores.journal import JournalAt
 from stores.personas_file import FilePersonaStore
+from stores.said import Said
 from stores.scope_postings import ScopePostings
 from stores.scope_vectors import ScopeVectors
 from stores.sql import (
@@ -87,7 +87,11 @@ class Shared:
 
 
 @dataclass
-class Runtime:
+class Deployment:
+    """What one process serves its bots from: the settings, the SQL engine, the embeddings
+    and Chroma client, the deployment's own bot's deps and every other bot's (made once
+    each, ``deps_for``), their memory graphs and the memory job board."""
+
     settings: Settings
     engine: Engine
     embeddings: Embeddings
@@ -173,7 +177,7 @@ class Runtime:
         return self.background
 
 
-def build_runtime(settings: Settings, *, checkpoints: bool = True) -> Runtime:
+def build_runtime(settings: Settings, *, checkpoints: bool = True) -> Deployment:
     """``checkpoints=False``: no checkpointer (commands that only read the stores)."""
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     engine = make_engine(settings.resolved_sql_url)
@@ -198,7 +202,7 @@ def build_runtime(settings: Settings, *, checkpoints: bool = True) -> Runtime:
     )
     settle_heap()
     board = SqlJobBoard(engine)
-    return Runtime(settings, engine, embeddings, deps, board, client, shared, wake)
+    return Deployment(settings, engine, embeddings, deps, board, client, shared, wake)
 
 
 def shared_parts(settings: Settings, engine: Engine, client: Any, embeddings: Embeddings) -> Shared:
@@ -342,11 +346,11 @@ _OPENING = threading.Lock()
 
 
 @lru_cache(maxsize=1)
-def _runtime() -> Runtime:
+def _runtime() -> Deployment:
     return build_runtime(process_settings())
 
 
-def open_runtime() -> Runtime:
+def open_runtime() -> Deployment:
     """The process-wide runtime for graph factories (langgraph.json), from the environment:
     built once, even when the server's first requests come in side by side."""
     with _OPENING:

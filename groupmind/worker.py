@@ -141,7 +141,7 @@ class _Run:
 
 
 class Tenants(Protocol):
-    """Each bot's stores and memory graph (``groupmind.wiring.Runtime``)."""
+    """Each bot's stores and memory graph (``groupmind.wiring.Deployment``)."""
 
     def deps_for(self, bot: str) -> Deps: ...
     def memory_graph(self, bot: str) -> CompiledStateGraph[Any, Any, Any, Any]: ...

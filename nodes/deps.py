@@ -28,9 +28,9 @@ from stores.base import (
     PersonaStore,
     ProfileStore,
     RunInbox,
-    Said,
     Stickers,
 )
+from stores.said import Said
 from stores.script import has_cjk
 
 T = TypeVar("T")

@@ -13,8 +13,9 @@ from nodes.deps import Deps, ForgetDeps
 from state.context import Context
 from state.forget import EraseWrites, ForgetRequest, ForgetState
 from state.validation import validated
-from stores.base import Said, job_thread_id
+from stores.base import job_thread_id
 from stores.forget import Erased, erase
+from stores.said import Said
 
 
 def validate_request(raw: Any, deps: Deps) -> ForgetRequest:

@@ -4,109 +4,19 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
 from typing import Any, Literal, Protocol, runtime_checkable
-
-import numpy as np
 
 from domain.scope import ChatScope, ChatType, ForgetTarget, Sharing, may_share
 from stores.decay import Strength
+from stores.said import Said
 from stores.ties import Circle, Tie
 from stores.when import window_of
 
 JobStatus = Literal["queued", "running", "done", "failed"]
-
-
-@dataclass(frozen=True)
-class Said:
-    """What a person to be forgotten said, and the names they went by, read before it is
-    erased: lines elsewhere that are theirs, or quote them, are found by it."""
-
-    user_id: str
-    names: frozenset[str] = frozenset()
-    texts: tuple[str, ...] = ()
-    message_ids: frozenset[str] = frozenset()
-    # What memory made of their words (their events' texts, the facts and impressions
-    # learned of them): the bot repeats those, not the raw words ("我爱X" -> "阿强爱X").
-    remembered: tuple[str, ...] = ()
-    memory_ids: frozenset[str] = frozenset()  # their events: a reply given one drew on them
-
-    SHINGLE = 8  # a run of this many characters in common with something they said
-
-    def theirs(self, user_id: str | None, user_name: str) -> bool:
-        return user_id == self.user_id or (not user_id and user_name in self.names)
-
-    def kept(self, lines: Sequence[Mapping[str, Any]], bot_id: str) -> list[Mapping[str, Any]]:
-        """Chat lines (``user_id``, ``user_name``, ``content``) without theirs, without the
-        bot's answer to theirs (a line of the bot's right after one of theirs) and without
-        lines quoting or naming them."""
-        kept: list[Mapping[str, Any]] = []
-        after_theirs = False
-        for line in lines:
-            user_id, name = line.get("user_id"), str(line.get("user_name", ""))
-            if self.theirs(None if user_id is None else str(user_id), name):
-                after_theirs = True
-                continue
-            answer = after_theirs and str(user_id) == bot_id
-            after_theirs = after_theirs and answer
-            if not answer and not self.mentioned_in(str(line.get("content", ""))):
-                kept.append(line)
-        return kept
-
-    def remembering(self, texts: Sequence[str], memory_ids: Sequence[str]) -> Said:
-        """The same, with what memory made of them."""
-        return replace(self, remembered=(*self.remembered, *texts),
-                       memory_ids=self.memory_ids | frozenset(memory_ids))  # fmt: skip
-
-    def drew_on(self, memory_ids: Sequence[str]) -> bool:
-        """Whether an answer given these memories was given one of theirs."""
-        return not self.memory_ids.isdisjoint(memory_ids)
-
-    @property
-    def _all_texts(self) -> tuple[str, ...]:
-        return (*self.texts, *self.remembered)
-
-    @cached_property
-    def _shingles(self) -> frozenset[str]:
-        runs: set[str] = set()
-        for t in self._all_texts:
-            if len(t) < self.SHINGLE:
-                runs.update([t] if len(t) >= 4 else [])
-            runs.update(t[i : i + self.SHINGLE] for i in range(len(t) - self.SHINGLE + 1))
-        return frozenset(runs)
-
-    def quotes(self, text: str) -> bool:
-        """Whether ``text`` holds something they said, or something memory made of it: a run
-        of 8 characters in common with one of those texts (one of 4-7 characters, whole)."""
-        k = self.SHINGLE
-        runs = self._shingles
-        return any(text[i : i + k] in runs for i in range(len(text) - k + 1)) or any(
-            len(t) < k and len(t) >= 4 and t in text for t in self._all_texts
-        )
-
-    def named_in(self, text: str) -> bool:
-        """Whether ``text`` names them (a name of two characters or more: one character is
-        too common a word to tell)."""
-        return any(len(name) >= 2 and name in text for name in self.names)
-
-    def mentioned_in(self, text: str) -> bool:
-        """Whether ``text`` quotes or names them: a line of the bot's that does holds what
-        they said or who they are, whoever it answered."""
-        return self.quotes(text) or self.named_in(text)
-
-    def answered_in(self, event: EventRecord) -> bool:
-        """Whether an event's answered message (its ``context``) is theirs (by its author,
-        or for events from before the author was kept, by the name it starts with), quotes
-        them or names them."""
-        if not event.context:
-            return False
-        if event.context_user_id == self.user_id or self.mentioned_in(event.context):
-            return True
-        return not event.context_user_id and event.context.split(": ", 1)[0] in self.names
 
 
 # --- events -------------------------------------------------------------------------------
@@ -252,59 +162,6 @@ class EventQuery:
             and (self.time_from is None or event.timestamp >= self.time_from)
             and (self.time_to is None or event.timestamp <= self.time_to)
         )
-
-
-@dataclass(frozen=True)
-class ScopeMembers:
-    """The events a query's scope admits, as the SQL side knows them: each id with when it
-    was last written (``written``) and who said it (``said_by``, so the scope's people need
-    no query of their own), a version (count, last write) that changes with any write, and
-    the indexed text's total length (BM25's average, without another scan). A list grown
-    from an earlier version says which (``grown_from``) and what was written since
-    (``since``), so what is held of that version is brought up to date in the size of the
-    change, not of the scope.
-
-    Columns, not an object per memory: a held chat's list lives as long as the process,
-    and 20k objects of a named-tuple class stayed in every full garbage collection (CPython
-    stops tracking plain tuples of strings and floats, never a subclass's). ``said_by``
-    shares one ``(user_id, user_name)`` tuple per speaker."""
-
-    version: tuple[int, float]
-    written: dict[str, float]
-    said_by: dict[str, tuple[str, str]]
-    length: int = 0
-    grown_from: tuple[int, float] | None = None
-    since: dict[str, float] = field(default_factory=dict)
-
-    @cached_property
-    def ids(self) -> list[str]:
-        return list(self.written)
-
-
-@dataclass(frozen=True)
-class Sealed:
-    """A scope's wanted vectors as its sealed blocks hold them (``stores.sql.blocks``):
-    for ``ids``, each vector's int8 codes (``codes``, a row each) and their norms (the
-    scale cancels out of a cosine, so they are scored without unpacking); ``loose``, the
-    wanted ids no block holds as last written; ``to_seal``, enough of them loose to seal."""
-
-    ids: list[str] = field(default_factory=list)
-    codes: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), np.int8))
-    norms: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
-    loose: list[str] = field(default_factory=list)
-    to_seal: bool = False
-
-    def cosines(self, query: np.ndarray) -> np.ndarray:
-        """Each row's cosine with ``query`` (a unit vector)."""
-        if not self.ids:
-            return np.zeros(0, np.float32)
-        scores: np.ndarray = np.einsum("ij,j->i", self.codes, query) / self.norms
-        return scores
-
-    def units(self) -> np.ndarray:
-        """The rows as unit float32 vectors (what held vectors keep)."""
-        rows: np.ndarray = self.codes.astype(np.float32) / self.norms[:, None]
-        return rows
 
 
 @dataclass(frozen=True)

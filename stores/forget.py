@@ -29,8 +29,8 @@ from stores.base import (
     MessageStore,
     ProfileStore,
     RunInbox,
-    Said,
 )
+from stores.said import Said
 
 log = logging.getLogger("groupmind.forget")
 

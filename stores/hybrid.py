@@ -34,18 +34,12 @@ import numpy as np
 
 from domain.scope import ChatScope, ForgetTarget
 from stores.background import Background
-from stores.base import (
-    EventHit,
-    EventQuery,
-    EventRecord,
-    EventStore,
-    Said,
-    ScopeMembers,
-    Sealed,
-)
+from stores.base import EventHit, EventQuery, EventRecord, EventStore
 from stores.decay import Decay, Strength
 from stores.fusion import Fusion, Weights
 from stores.people import Focus, People, focus_of
+from stores.said import Said
+from stores.scope_members import ScopeMembers, Sealed
 from stores.scope_vectors import ScopeVectors, best, unit, unit_rows
 from stores.ties import Circle
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from stores.base import ScopeMembers
 from stores.bm25 import gain, top_k
 from stores.held_scopes import HeldScopes
+from stores.scope_members import ScopeMembers
 
 log = logging.getLogger(__name__)
 # (event_id, term, tf, length) rows: of the whole scope (None) or of these events

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stores.base import ScopeMembers
 from stores.held_scopes import HeldScopes
+from stores.scope_members import ScopeMembers
 
 Fetch = Callable[[list[str]], dict[str, np.ndarray]]
 INLINE_FETCH = 5000  # changed events fetched during a search (~25 ms); more: in the background

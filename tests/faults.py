@@ -477,7 +477,7 @@ def bridge_kill9(n: int, chats: int, kills: int = 1, rate: float = 100.0, seed: 
     as is an answer that was mid-send at the kill (``unconfirmed``: at most once)."""
     import asyncio
 
-    from groupmind.onebot.journal import Journal, events
+    from stores.journal import Journal, events
     from stores.sql.schema import MessageRow
     from tests.onebot_standin import Implementation, private_event
 

@@ -19,9 +19,9 @@ from domain.scope import ChatScope, ForgetTarget
 from groupmind.cli import app
 from groupmind.onebot.brains import InProcessBrain
 from groupmind.onebot.bridge import Bridge
-from groupmind.onebot.journal import Journal, JournalAt
 from groupmind.settings import Settings
-from stores.base import Said
+from stores.journal import Journal, JournalAt
+from stores.said import Said
 from tests.onebot_standin import SELF_ID, Implementation, group_event, private_event
 from tests.test_forget_scan import traces
 

@@ -223,7 +223,7 @@ def test_forget_all_bots_erases_the_person_in_every_bots_data(settings: Settings
 
 
 def test_lines_of_a_forgotten_person_and_lines_quoting_them_are_found() -> None:
-    from stores.base import Said
+    from stores.said import Said
 
     said = Said("10001", frozenset({"小明"}), ("@bot 我周末去买冲浪板，还有 QPWM4490", "在吗"))
     assert said.quotes("小明，我记得：小明周末去买冲浪板，还有 QPWM4490")  # what memory made of it
@@ -244,7 +244,8 @@ def test_lines_of_a_forgotten_person_and_lines_quoting_them_are_found() -> None:
 
 
 def test_lines_naming_a_forgotten_person_go_too_but_not_one_character_names() -> None:
-    from stores.base import EventRecord, Said
+    from stores.base import EventRecord
+    from stores.said import Said
 
     said = Said("10001", frozenset({"小明", "明"}), ("在吗",))
     assert said.named_in("阿强，小明说你是工程师") and not said.named_in("明天见")

@@ -321,7 +321,7 @@ def test_the_onebot_bridge_drives_the_server_through_the_sdk(
 
     from groupmind.onebot.brains import ServerBrain
     from groupmind.onebot.bridge import Bridge
-    from groupmind.onebot.journal import Journal
+    from stores.journal import Journal
     from tests.onebot_standin import SELF_ID, Implementation, group_event, private_event
 
     async def main() -> None:

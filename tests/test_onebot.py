@@ -19,8 +19,8 @@ from websockets.exceptions import InvalidStatus
 from groupmind.onebot.brains import InProcessBrain
 from groupmind.onebot.bridge import Bridge, Link, bearer
 from groupmind.onebot.events import Malformed, answer_action, parse_cq, to_message
-from groupmind.onebot.journal import Journal, events
 from groupmind.settings import Settings
+from stores.journal import Journal, events
 from tests.onebot_standin import SELF_ID, Implementation, group_event, private_event
 
 pytestmark = pytest.mark.slow

@@ -35,7 +35,7 @@ from groupmind.console.forgetting import Erase, asked
 from groupmind.console.guard import Guard, HostRule
 from groupmind.console.i18n import words
 from groupmind.console.metrics import bridge_status, exposition, model_up
-from groupmind.wiring import Runtime
+from groupmind.wiring import Deployment
 from nodes.deps import NotAllowed, ReplyDeps
 from nodes.memory.intake import validate_job
 from nodes.reply.hand_off import enqueue
@@ -64,7 +64,7 @@ class Host:
     forget graph, which reaches the server's own threads), and the Host names it answers
     (``bound``: the address it listens on; None when not known, as on a server)."""
 
-    runtime: Callable[[], Runtime]
+    runtime: Callable[[], Deployment]
     access: Callable[[], Access]
     forget: Erase
     bound: str | None = None

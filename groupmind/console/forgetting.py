@@ -20,7 +20,7 @@ from starlette.requests import Request
 from domain.scope import ChatScope
 from groupmind.console import views
 from groupmind.console.access import Who
-from groupmind.wiring import Runtime
+from groupmind.wiring import Deployment
 from nodes.deps import ReplyDeps, ReplyThreads
 from nodes.forget import forget as erase
 from nodes.forget import validate_request
@@ -48,7 +48,7 @@ class Asked:
         return self.request.chat_id is None
 
 
-def asked(form: FormData, deps: ReplyDeps, runtime: Runtime, bot: str) -> Asked:
+def asked(form: FormData, deps: ReplyDeps, runtime: Deployment, bot: str) -> Asked:
     """The form's forget, or InputError naming the field at fault."""
     user_id = str(form.get("user_id", "")).strip()
     chat = str(form.get("chat", "")).strip()
@@ -89,7 +89,7 @@ def _name(deps: ReplyDeps, request: ForgetRequest, chats: list[str]) -> str:
     return next((n for n in names if n), "")
 
 
-def in_process(runtime: Runtime, threads: Callable[[str], ReplyThreads]) -> Erase:
+def in_process(runtime: Deployment, threads: Callable[[str], ReplyThreads]) -> Erase:
     """Forget in this process: the stores, the reply threads of a checkpointer."""
 
     async def forget(request: Request, who: Who, raw: dict[str, Any]) -> dict[str, Any]:

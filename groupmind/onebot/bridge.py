@@ -50,9 +50,9 @@ from groupmind.onebot.events import (
     quoted_id,
     to_message,
 )
-from groupmind.onebot.journal import Entry, Journal
 from groupmind.onebot.metrics import BridgeFigures, exposition
 from groupmind.threads import stream_of
+from stores.journal import Entry, Journal
 
 log = logging.getLogger("groupmind.onebot")
 PATH = "/onebot/v11/ws"

@@ -14,8 +14,8 @@ from groupmind.exposure import loopback
 from groupmind.onebot.brains import Brain, InProcessBrain, ServerBrain
 from groupmind.onebot.bridge import PATH, Bridge
 from groupmind.onebot.events import StickerMode
-from groupmind.onebot.journal import Journal
 from groupmind.settings import Settings
+from stores.journal import Journal
 
 log = logging.getLogger("groupmind.onebot")
 

@@ -23,7 +23,7 @@ from graphs.memory import MemoryGraph, build_memory_graph
 from graphs.reply import ReplyGraph, build_reply_graph
 from groupmind.server.identity import run_bot
 from groupmind.server.threads import ServerThreads
-from groupmind.wiring import Runtime, open_runtime
+from groupmind.wiring import Deployment, open_runtime
 
 G = TypeVar("G")
 
@@ -31,7 +31,7 @@ _BUILDING = threading.Lock()  # runs that come in side by side build each graph 
 _BUILT: dict[tuple[str, str], Any] = {}
 
 
-def _once(kind: str, bot: str, build: Callable[[Runtime, str], G]) -> G:
+def _once(kind: str, bot: str, build: Callable[[Deployment, str], G]) -> G:
     with _BUILDING:
         if (kind, bot) not in _BUILT:
             _BUILT[kind, bot] = build(open_runtime(), bot)
@@ -68,23 +68,23 @@ async def make_host_graph(config: RunnableConfig) -> HostGraph:
     return await asyncio.to_thread(_once, "host", bot, _host_graph)
 
 
-def _host_graph(runtime: Runtime, bot: str) -> HostGraph:
+def _host_graph(runtime: Deployment, bot: str) -> HostGraph:
     if runtime.settings.server_memory_worker:
         runtime.start_background_worker()
     return build_host_graph(runtime.deps_for(bot))
 
 
-def _reply_graph(runtime: Runtime, bot: str) -> ReplyGraph:
+def _reply_graph(runtime: Deployment, bot: str) -> ReplyGraph:
     if runtime.settings.server_memory_worker:  # else separate `groupmind worker`s (deploy/)
         runtime.start_background_worker()
     return build_reply_graph(runtime.deps_for(bot))
 
 
-def _memory_graph(runtime: Runtime, bot: str) -> MemoryGraph:
+def _memory_graph(runtime: Deployment, bot: str) -> MemoryGraph:
     return build_memory_graph(runtime.deps_for(bot))
 
 
-def _forget_graph(runtime: Runtime, bot: str) -> ForgetGraph:
+def _forget_graph(runtime: Deployment, bot: str) -> ForgetGraph:
     """The bot's forget: its stores, then this server's reply threads of the bot (from
     inside the server), then what the engines keep on disk."""
     threads = ServerThreads(bot, owned=bool(runtime.settings.bots))

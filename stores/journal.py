@@ -46,7 +46,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.sql.elements import ColumnElement
 
 from domain.scope import ForgetTarget
-from stores.base import Said
+from stores.said import Said
 from stores.sql.covered import chunks
 
 KEEP_S = 7 * 86400  # finished events are kept a week: quotes of the bot's answers resolve
