@@ -1,6 +1,6 @@
 """The bridge's messages/s end to end, for `make bench-scale`: a real `groupmind onebot`
 process (graphs and memory worker in it, on a fresh data dir) and a OneBot v11
-implementation stand-in (tests/onebot_standin.py) that dials it, as NapCat does, and sends
+implementation stand-in (standins/onebot.py) that dials it, as NapCat does, and sends
 a burst of group messages over several chats; one in four addresses the bot, and so does
 each chat's last. The clock runs from the first message sent to the answer to the last
 chat's last message: every chat is handled in order, so by then every message was read,
@@ -23,10 +23,10 @@ from typing import Any
 from sqlalchemy import func, select
 
 from groupmind.settings import Settings
+from standins.onebot import SELF_ID, Implementation, group_event
+from standins.serving import free_port
 from stores.sql import make_engine
 from stores.sql.schema import MemoryJobRow
-from tests.onebot_standin import SELF_ID, Implementation, group_event
-from tests.serving import free_port
 
 AT_BOT = {"type": "at", "data": {"qq": str(SELF_ID)}}
 TOPICS = ["出差", "考研", "跑步", "显卡", "论文", "旅行", "做饭", "养狗"]

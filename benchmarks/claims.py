@@ -35,7 +35,7 @@ def claim_cost(work: Path, history: list[int], backends: list[str]) -> list[dict
 @contextmanager
 def _engine(work: Path, backend: str, done: int) -> Iterator[Engine]:
     if backend == "postgresql":
-        from tests.langhost import databases
+        from standins.langhost import databases
 
         with databases("gm_claims") as urls:
             engine = make_engine(urls["gm_claims"])

@@ -1,4 +1,4 @@
-"""The fault suite at larger N (``tests/faults.py``): real processes killed with SIGKILL
+"""The fault suite at larger N (``benchmarks/fault_suite.py``): real processes killed with SIGKILL
 (memory workers, a bot, the OneBot bridge mid-storm), a throwaway PostgreSQL cluster stopped
 hard, a `chroma run` server and an OpenAI-compatible endpoint taken down and brought back,
 a store down in the middle of replies. A table: fault, N, lost, stored twice, time to
@@ -15,8 +15,8 @@ import argparse
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks import fault_suite as faults
 from benchmarks.common import machine
-from tests import faults
 
 console = Console(width=160)
 

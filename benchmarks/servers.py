@@ -26,7 +26,7 @@ from sqlalchemy import create_engine, text
 
 from benchmarks.common import tree_cpu_s
 from groupmind.threads import stream_thread_id
-from tests.serving import free_port, wait_ok
+from standins.serving import free_port, wait_ok
 
 ROOT = Path(__file__).resolve().parents[1]
 LANGHOST = ROOT / "deploy" / ".venv" / "bin" / "langhost"

@@ -20,7 +20,7 @@ from benchmarks.latency import USERS
 from graphs.reply import build_reply_graph
 from groupmind.chatting import reply_context, reply_to
 from groupmind.checkpoint import make_checkpointer
-from tests.serving import free_port
+from standins.serving import free_port
 
 TOPICS = ["出差", "考研", "跑马拉松", "新显卡", "毕业论文", "日本旅行", "红烧肉", "柯基", "吉他课"]
 CHROMA_PIDS: list[int] = []  # the Chroma servers running now (their CPU is counted)

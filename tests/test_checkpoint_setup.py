@@ -15,9 +15,9 @@ import pytest
 from langgraph.checkpoint.postgres import PostgresSaver
 from sqlalchemy import create_engine, text
 
+from benchmarks.fault_suite import postgres_cluster
 from groupmind.checkpoint import make_checkpointer
 from groupmind.settings import Settings
-from tests.faults import postgres_cluster
 
 
 def after_a_crash(pg: Any, query: str) -> Any:

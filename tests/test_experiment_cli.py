@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests import standin
-from tests.langsmith_standin import serve as langsmith
+from standins import model as standin
+from standins.langsmith import serve as langsmith
 from tests.test_cli import cli_on, lines, write_jsonl
 
 DEMO = Path(str(files("groupmind.demo_data")))

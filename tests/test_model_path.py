@@ -16,9 +16,9 @@ import pytest
 
 from groupmind.settings import Settings
 from groupmind.wiring import build_runtime
+from standins.model import Request, Script, StandIn, serve
 from tests.graphs.helpers import job
 from tests.graphs.reply_helpers import message
-from tests.standin import Request, Script, StandIn, serve
 from tests.test_cli import cli_on, lines, write_jsonl
 
 LLM = ["--variant", "plan=llm", "--variant", "reply=llm"]

@@ -1,5 +1,5 @@
 """The OneBot v11 bridge against an implementation stand-in written from the specification
-(tests/onebot_standin.py): reverse and forward WebSockets, both message forms, replies with
+(standins/onebot.py): reverse and forward WebSockets, both message forms, replies with
 the right segments, echo matching, own messages ignored, malformed events skipped, a
 dropped connection resumed, four chats at once, each in order."""
 
@@ -20,8 +20,8 @@ from groupmind.onebot.brains import InProcessBrain
 from groupmind.onebot.bridge import Bridge, Link, bearer
 from groupmind.onebot.events import Malformed, answer_action, parse_cq, to_message
 from groupmind.settings import Settings
+from standins.onebot import SELF_ID, Implementation, group_event, private_event
 from stores.journal import Journal, events
-from tests.onebot_standin import SELF_ID, Implementation, group_event, private_event
 
 pytestmark = pytest.mark.slow
 AT_BOT = {"type": "at", "data": {"qq": str(SELF_ID)}}

@@ -27,11 +27,11 @@ from groupmind.wiring import build_deps
 from groupmind.worker import MemoryWorker
 from nodes.prompt_blocks import CONTEXT_HEADER, DATA_HEADER, MEMORY_HEADER
 from nodes.reply.tools import DATA_NOTE
+from standins.model import Script, StandIn, serve
 from state.context import Context
 from stores.chroma import make_client
 from stores.sql import make_engine, migrate
 from tests.graphs.reply_helpers import Chat
-from tests.standin import Script, StandIn, serve
 
 JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 # What a user would put around a name to make it read as prompt text.

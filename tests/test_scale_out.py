@@ -24,10 +24,10 @@ from langgraph_sdk import get_sync_client
 from sqlalchemy import select
 
 from groupmind.threads import stream_thread_id
+from standins import langhost
+from standins.langsmith import serve as langsmith
 from stores.sql import make_engine
 from stores.sql.schema import EventDocRow, MemoryJobRow, MessageRow
-from tests import langhost
-from tests.langsmith_standin import serve as langsmith
 
 REDIS_DB = 11
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.timeout(900)]

@@ -29,7 +29,7 @@ from groupmind.checkpoint import serde
 from groupmind.server.checkpoint import ServerSqliteSaver
 from groupmind.server.pg_checkpoint import KeepLatestPostgresSaver
 from groupmind.threads import stream_thread_id
-from tests import langhost
+from standins import langhost
 
 REDIS_DB = 13
 KEY = "key-of-the-history-bot-0123456789"

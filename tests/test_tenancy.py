@@ -21,11 +21,11 @@ from sqlalchemy import Engine
 from domain.scope import ChatScope
 from groupmind.settings import Settings
 from groupmind.threads import stream_thread_id
+from standins import langhost
+from standins.model import Script, StandIn, serve
 from stores.base import EventQuery
 from stores.sql import SqlLexicalIndex, SqlMessageStore, SqlRunInbox, make_engine
-from tests import langhost
 from tests.graphs.reply_helpers import message
-from tests.standin import Script, StandIn, serve
 from tests.test_langgraph_dev import start, status_of
 
 pytestmark = pytest.mark.slow

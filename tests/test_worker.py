@@ -17,7 +17,7 @@ from sqlalchemy.exc import OperationalError
 
 from domain.scope import ChatScope
 from graphs.memory import build_memory_graph
-from groupmind import background
+from groupmind import memory_thread
 from groupmind.checkpoint import make_checkpointer
 from groupmind.session import open_session
 from groupmind.settings import Settings
@@ -203,7 +203,7 @@ def test_a_batch_not_marked_done_runs_again_and_stores_each_memory_once(
     reaches the poll loop (which waits and retries), the jobs stay running under their
     leases, and once those run out the batch runs again: each memory is stored once and
     each job is done, its profile change applied once (a real PostgreSQL stopped under a
-    worker process: tests/faults.py, ``worker_postgres_restart``)."""
+    worker process: benchmarks/fault_suite.py, ``worker_postgres_restart``)."""
     worker, now = make_worker(tmp_path, deps, failures=0, job_lease_s=30)
     ids = [f"e{i}" for i in range(3)]
     for i, rid in enumerate(ids):
@@ -458,12 +458,12 @@ def test_the_in_process_worker_waits_out_a_reply_between_steps(
     tmp_path: Path, deps: Deps, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A job that meets a reply in flight stops at its next step until the reply is done."""
-    monkeypatch.setattr(background, "STEP_YIELD_S", 30.0)
+    monkeypatch.setattr(memory_thread, "STEP_YIELD_S", 30.0)
     worker, _ = make_worker(tmp_path, deps, failures=0)
     foreground = worker.deps.process.foreground
     foreground.stale_s = 60.0
     foreground.enter("qq:group:1001")  # a reply in flight for the whole first part
-    bg = background.BackgroundWorker(worker, threading.Event(), poll_s=0.05, yield_s=0.0)
+    bg = memory_thread.BackgroundWorker(worker, threading.Event(), poll_s=0.05, yield_s=0.0)
     reached: list[float] = []
     pause = worker.between_steps
     assert pause is not None

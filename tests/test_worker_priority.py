@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.faults import env_for, start_worker, stop
+from benchmarks.fault_suite import env_for, start_worker, stop
 
 pytestmark = pytest.mark.timeout(120)
 AUTOGROUP = Path("/proc/sys/kernel/sched_autogroup_enabled")

@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REQUIRE
+from standins.model import Script, StandIn, serve
+from standins.services import REQUIRE
+from standins.serving import free_port
 from tests.hosts.wire import Account, said
-from tests.serving import free_port
-from tests.standin import Script, StandIn, serve
 from tests.test_langgraph_dev import start
 
 ROOT = Path(__file__).resolve().parents[2]

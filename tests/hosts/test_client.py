@@ -19,7 +19,7 @@ import pytest
 from groupmind_host import HostMemory, Outbox, stream_key, thread_id
 
 from groupmind.threads import stream_thread_id
-from tests.serving import loopback
+from standins.serving import loopback
 
 
 class Api:

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REQUIRE
+from standins.model import Script, StandIn, serve
+from standins.services import REQUIRE
+from standins.serving import free_port
 from tests.hosts.test_astrbot import KEYS, Groupmind, asked_model, parts, until
 from tests.hosts.wire import Account, said
-from tests.serving import free_port
-from tests.standin import Script, StandIn, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / "hosts" / ".nonebot-venv"

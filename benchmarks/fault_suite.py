@@ -33,10 +33,10 @@ from typing import Any
 from sqlalchemy import Engine, select
 
 from domain.scope import ChatScope
+from standins.model import Script, StandIn, serve
+from standins.serving import free_port
 from stores.sql import SqlJobQueue, make_engine, migrate
 from stores.sql.schema import EventDocRow, UserRelationshipRow
-from tests.serving import free_port
-from tests.standin import Script, StandIn, serve
 
 ROOT = Path(__file__).resolve().parents[1]
 GROUP = ChatScope(platform="qq", chat_type="group", chat_id="1001")
@@ -383,7 +383,13 @@ def bot_messages(n: int, people: int = 5) -> list[dict[str, Any]]:
 
 
 def start_bot(env: dict[str, str], tmp: Path) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, "-m", "tests.fault_bot", str(tmp / "messages.jsonl"), str(tmp / "acked")]
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.fault_bot",
+        str(tmp / "messages.jsonl"),
+        str(tmp / "acked"),
+    ]
     with (tmp / "bot.log").open("ab") as out:
         return subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
 
@@ -477,9 +483,9 @@ def bridge_kill9(n: int, chats: int, kills: int = 1, rate: float = 100.0, seed: 
     as is an answer that was mid-send at the kill (``unconfirmed``: at most once)."""
     import asyncio
 
+    from standins.onebot import Implementation, private_event
     from stores.journal import Journal, events
     from stores.sql.schema import MessageRow
-    from tests.onebot_standin import Implementation, private_event
 
     rng = random.Random(seed)
 

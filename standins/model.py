@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any, Literal
 
-from tests.serving import loopback
+from standins.serving import loopback
 
 Request = dict[str, Any]
 Fault = Literal["http500", "junk", "cutoff", "slow"]

@@ -6,7 +6,7 @@ restarting) is retried until it goes through. Exits 0 once every message is answ
 every memory job has run; what was said since the last hand-off (kept in the threads'
 buffers for the next one) is written beside the progress file, ``pending.json``.
 
-    python -m tests.fault_bot MESSAGES.jsonl PROGRESS_FILE   (settings from GROUPMIND_*)
+    python -m benchmarks.fault_bot MESSAGES.jsonl PROGRESS_FILE   (settings from GROUPMIND_*)
 """
 
 from __future__ import annotations

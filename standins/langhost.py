@@ -13,8 +13,8 @@ from pathlib import Path
 
 from sqlalchemy import create_engine, text
 
-from tests.conftest import PG_ADMIN_URL, _pg_reachable, _unavailable
-from tests.serving import free_port, wait_ok
+from standins.services import PG_ADMIN_URL, pg_reachable, unavailable
+from standins.serving import free_port, wait_ok
 
 ROOT = Path(__file__).resolve().parents[1]
 VENV = ROOT / "deploy" / ".venv"
@@ -23,9 +23,9 @@ VENV = ROOT / "deploy" / ".venv"
 def available() -> None:
     """Skip (fail in CI) without deploy/.venv or PostgreSQL."""
     if not (VENV / "bin" / "langhost").exists():
-        _unavailable("deploy/.venv is not built (make deploy-venv)")
-    if not _pg_reachable(PG_ADMIN_URL):
-        _unavailable(f"PostgreSQL is not reachable at {PG_ADMIN_URL}")
+        unavailable("deploy/.venv is not built (make deploy-venv)")
+    if not pg_reachable(PG_ADMIN_URL):
+        unavailable(f"PostgreSQL is not reachable at {PG_ADMIN_URL}")
 
 
 @contextmanager

@@ -34,8 +34,8 @@ from groupmind.settings import Settings
 from groupmind.wiring import build_deps
 from groupmind.worker import MemoryWorker
 from nodes.deps import Deps
+from standins.model import Request, Script, StandIn
 from state.context import Context
-from tests.standin import Request, Script, StandIn
 
 TOKEN = re.compile(r"Q\d{5}Z")
 JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')

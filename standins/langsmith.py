@@ -24,7 +24,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from tests.serving import loopback
+from standins.serving import loopback
 
 INFO = {
     "version": "0.10.0",
