@@ -11,14 +11,12 @@ import typer
 from rich.console import Console
 from rich.progress import Progress
 
+from groupmind.cli.common import err, invocation
 from groupmind.copies import record
 from state.validation import InputError
 
-err = Console(stderr=True, soft_wrap=True)
-
 
 def experiment(
-    ctx: typer.Context,
     dataset: Annotated[
         Path | None, typer.Argument(help="JSONL examples (or set it in --spec)")
     ] = None,
@@ -61,7 +59,8 @@ def experiment(
     from groupmind.experiment.spec import ExperimentSpec, load_spec, parse_arm
     from state.slots import SLOTS
 
-    settings = ctx.obj
+    here = invocation()
+    settings = here.settings
     given = {
         "name": name,
         "mode": mode,
@@ -112,7 +111,7 @@ def experiment(
         err.print(f"[red]{exc}[/red]", highlight=False)
         raise typer.Exit(2) from None
     report = build_report(spec, dataset_, results)
-    report["bot"] = ctx.find_root().params.get("bot") or settings.bot_id  # whose console shows it
+    report["bot"] = here.bot  # whose console shows it
     paths = write_report(report, results, folder)
     record(settings.data_dir, bot=report["bot"], kind="experiment", path=folder)  # for forget
     if as_json:

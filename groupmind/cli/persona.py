@@ -4,37 +4,31 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
-from groupmind.settings import Settings
+from groupmind.cli.common import err, invocation, out
+
+if TYPE_CHECKING:
+    from stores.personas_file import FilePersonaStore
 
 app = typer.Typer(no_args_is_help=True, help="Personas: who the bot is, in which chat.")
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)  # an error naming a path stays one line
 
 
-def _store(settings: Settings, ctx: typer.Context) -> Any:
+def _store() -> FilePersonaStore:
     """The personas of ``--bot`` (each bot's are its own: ``Settings.personas_file_of``)."""
     from stores.personas_file import FilePersonaStore, PersonaFileError
 
-    bot = ctx.find_root().params.get("bot") or settings.bot_id
-    store = FilePersonaStore(settings.personas_file_of(bot))
+    here = invocation()
+    store = FilePersonaStore(here.settings.personas_file_of(here.bot))
     try:
         store.check()
     except PersonaFileError as exc:
         err.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
     return store
-
-
-def _settings(ctx: typer.Context) -> Settings:
-    settings = ctx.obj
-    assert isinstance(settings, Settings)
-    return settings
 
 
 def _as_json(persona: Any, book: Any) -> dict[str, Any]:
@@ -50,9 +44,9 @@ def _as_json(persona: Any, book: Any) -> dict[str, Any]:
 
 
 @app.command("list")
-def list_(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+def list_(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Every configured persona, the default, and which chats each serves."""
-    store = _store(_settings(ctx), ctx)
+    store = _store()
     book = store.book()
     rows = [_as_json(p, book) for p in store.list_personas()]
     if as_json:
@@ -71,11 +65,9 @@ def list_(ctx: typer.Context, as_json: Annotated[bool, typer.Option("--json")] =
 
 
 @app.command()
-def show(
-    ctx: typer.Context, persona_id: str, as_json: Annotated[bool, typer.Option("--json")] = False
-) -> None:
+def show(persona_id: str, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """One persona, whole."""
-    store = _store(_settings(ctx), ctx)
+    store = _store()
     persona = store.get_persona(persona_id)
     if persona is None:
         err.print(f"[red]persona {persona_id!r} is not configured[/red]")
@@ -90,7 +82,6 @@ def show(
 
 @app.command("set")
 def set_(
-    ctx: typer.Context,
     persona_id: str,
     name: Annotated[
         str | None, typer.Option(help="the display name memories and prompts use")
@@ -113,7 +104,7 @@ def set_(
     except ValueError as exc:
         err.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
-    store = _store(_settings(ctx), ctx)
+    store = _store()
     current = store.book().personas.get(persona_id)
     if current is None and not name:
         err.print(f"[red]a new persona needs --name (persona {persona_id!r})[/red]")
@@ -143,7 +134,6 @@ def set_(
 
 @app.command()
 def use(
-    ctx: typer.Context,
     persona_id: str,
     platform: Annotated[
         str | None, typer.Option(help="default: GROUPMIND_DEFAULT_PLATFORM")
@@ -155,8 +145,8 @@ def use(
     persona (``persona_id``) is served by that one."""
     from domain.scope import ChatScope, ChatType
 
-    settings = _settings(ctx)
-    store = _store(settings, ctx)
+    settings = invocation().settings
+    store = _store()
     if store.get_persona(persona_id) is None:
         err.print(f"[red]persona {persona_id!r} is not configured: groupmind persona set "
                   f"{persona_id} --name ...[/red]")  # fmt: skip

@@ -11,18 +11,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from groupmind.cli.common import err, invocation, out
 from groupmind.importing.contract import a_chat, a_platform, an_id, chat_map, field
 from groupmind.importing.report import Report
-from groupmind.settings import Settings
 from state.validation import InputError, as_key_part
 
 app = typer.Typer(no_args_is_help=True, help="Import memories: Undefined, MoFox, chat history.")
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
 
 PlatformOpt = Annotated[
     str | None, typer.Option("--platform", help="default: GROUPMIND_DEFAULT_PLATFORM")
@@ -33,19 +30,8 @@ DryRunOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="the report as one JSON object")]
 
 
-def _session(ctx: typer.Context, *, worker: bool = False) -> Any:
-    from groupmind.session import open_session
-
-    settings = ctx.obj
-    assert isinstance(settings, Settings)
-    bot = ctx.find_root().params.get("bot") or settings.bot_id
-    return open_session(settings, worker=worker, bot=bot)
-
-
-def _platform(ctx: typer.Context, platform: str | None) -> str:
-    settings = ctx.obj
-    assert isinstance(settings, Settings)
-    return platform or settings.default_platform
+def _platform(platform: str | None) -> str:
+    return platform or invocation().settings.default_platform
 
 
 def _checked(make: Callable[[], Any]) -> Any:
@@ -85,7 +71,6 @@ def _finish(report: Report, as_json: bool, extra: dict[str, Any] | None = None) 
 
 @app.command()
 def undefined(
-    ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="Undefined's data/end_summaries.json")],
     platform: PlatformOpt = None,
     chat: Annotated[
@@ -104,7 +89,7 @@ def undefined(
     """Undefined's end summaries, as event memories in their chats."""
     from groupmind.importing.undefined import Target, import_summaries, read_summaries
 
-    where = _checked(lambda: a_platform(_platform(ctx, platform), "--platform"))
+    where = _checked(lambda: a_platform(_platform(platform), "--platform"))
     target = _checked(
         lambda: Target(
             platform=where,
@@ -114,7 +99,7 @@ def undefined(
         )
     )
     records = _checked(lambda: read_summaries(file))
-    deps = _session(ctx).deps
+    deps = invocation().session().deps
     mtime = file.stat().st_mtime
     report = _run(len(records), "importing summaries", as_json, lambda tick: import_summaries(
         records, target, deps, file_time=mtime, dry_run=dry_run, tick=tick))  # fmt: skip
@@ -123,7 +108,6 @@ def undefined(
 
 @app.command()
 def mofox(
-    ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="MoFox's SQLite database, or its rows as JSON")],
     chat: Annotated[
         str,
@@ -139,9 +123,9 @@ def mofox(
     """MoFox's relationship table: relationships, impressions and key facts."""
     from groupmind.importing.mofox import Target, import_relationships, read_rows
 
-    where = _checked(lambda: a_platform(_platform(ctx, platform), "--platform"))
+    where = _checked(lambda: a_platform(_platform(platform), "--platform"))
     target = _checked(lambda: Target(where, None if chat == "private" else a_chat(chat, where)))
-    deps = _session(ctx).deps
+    deps = invocation().session().deps
     rows = read_rows(file, deps.limits)  # streamed: a table may be large
     end = object()
     first = _checked(lambda: next(rows, end))  # the file itself is checked here
@@ -154,7 +138,6 @@ def mofox(
 
 @app.command()
 def history(
-    ctx: typer.Context,
     file: Annotated[
         Path, typer.Argument(help="OneBot message events (JSON or lines), or input messages")
     ],
@@ -171,11 +154,11 @@ def history(
     """A chat history: stored messages, and memory jobs run here (or by a worker)."""
     from groupmind.importing.history import Source, import_history, read_records
 
-    where = _checked(lambda: a_platform(_platform(ctx, platform), "--platform"))
+    where = _checked(lambda: a_platform(_platform(platform), "--platform"))
     mine = _checked(lambda: an_id(self_id, "--self-id")) if self_id is not None else None
     source = Source(where, mine)
     records = _checked(lambda: read_records(file))
-    session = _session(ctx, worker=not (queue_only or dry_run))
+    session = invocation().session(worker=not (queue_only or dry_run))
     report, job_ids = _run(len(records), "importing messages", as_json, lambda tick: import_history(
         records, source, session.deps, dry_run=dry_run, tick=tick))  # fmt: skip
     ran: dict[str, int] = {}
