@@ -45,7 +45,8 @@ def make_checkpointer(settings: Settings) -> BaseCheckpointSaver[str]:
     sqlite_conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
     sqlite_conn.execute("PRAGMA journal_mode=WAL")
     # As the SQL store: a commit survives kill -9 (WAL), and a step no longer waits for an
-    # fsync (~0.25 ms, a dozen a memory job); only a power cut can lose the last steps.
+    # fsync (a dozen a memory job: docs/benchmarks/constants.md); only a power cut can lose
+    # the last steps.
     sqlite_conn.execute("PRAGMA synchronous=NORMAL")
     saver = PrunableSqliteSaver(sqlite_conn, serde=serde())
     saver.setup()

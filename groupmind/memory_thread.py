@@ -31,7 +31,7 @@ class BackgroundWorker:
     def _run(self) -> None:
         while not self._stop.is_set():
             self.wake.clear()
-            # Replies first: wait for a 0.1 s pause in replies, never more than yield_s per job.
+            # Replies first: wait for a pause in replies, never more than yield_s per job.
             self.worker.deps.process.foreground.wait_quiet(0.1, self.yield_s)
             try:
                 ran = self.worker.run_next() is not None

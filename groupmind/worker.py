@@ -327,8 +327,8 @@ class MemoryWorker:
             config=config,
             durability=durability,
             # A rules job whose checkpoints would be pruned when it is done writes none
-            # while it runs: only a failure saves its resume point. On PostgreSQL that is 5
-            # statements and ~2 ms of the worker's CPU a job.
+            # while it runs: only a failure saves its resume point; on PostgreSQL that
+            # saves statements and the worker's CPU on every job (docs/benchmarks/constants.md).
             bare=durability == "exit" and not self.settings.keep_checkpoints,
             saved=found.created_at is not None,
             resume=bool(found.next),

@@ -36,18 +36,18 @@ LEGACY_EVENTS = "events"  # every event, before each bot had its own collection
 LEGACY_PROFILES = "profiles"  # summaries indexed without scope before 0.2; dropped on open
 SCOPE_FORMAT = 2  # 1: keys without the platform; 2: "platform:chat_type:chat_id[:persona]"
 # Chroma writes its HNSW index to disk every this many writes (its default: 1000). Until
-# then each write costs more than the last (measured on one upsert at a time, Chroma
-# 1.5.9: 4 ms after a sync, 18 ms 1000 writes later; ~11 on average); at 100 every write
-# costs ~4-6 ms up to 100k vectors, at 20 the syncs themselves cost more.
+# then each write costs more than the last; at 100 every write costs about the same up
+# to 100k vectors, at 20 the syncs themselves cost more (docs/benchmarks/constants.md).
 SYNC_THRESHOLD = 100
 # A new bot's events go to this many collections, by a hash of the chat key; a bot's first
 # collection records the number (one made before shards holds them all: 1).
 SHARDS = 32
 # A scope is searched unnarrowed when twice the share of the collection it expects to need
-# is at most this many neighbours (ids and distances only: 2 ms for 10, 4 for 300, on a
-# 12k shard); too few of the scope's among them, and it is asked narrowed after all.
+# is at most this many neighbours (ids and distances only: cheap at these counts,
+# docs/benchmarks/constants.md); too few of the scope's among them, and it is asked
+# narrowed after all.
 MAX_UNNARROWED = 400
-SIZE_TTL_S = 60.0  # a collection's count, for the share (counting 100k events takes 12 ms)
+SIZE_TTL_S = 60.0  # a collection's count, for the share (counting is not free at 100k)
 log = logging.getLogger(__name__)
 
 

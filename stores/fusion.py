@@ -34,8 +34,8 @@ class Weights(BaseModel):
     time: float = Field(
         default=0.5, ge=0, description='the lift of memories from the span it is about ("上周")'
     )
-    # 0 (off) since it was built (stop 55): on DialogRE train's questions naming two, 1.0
-    # took R@5 from 0.957 to 0.826 and 0.25 to 0.870 (every turn answers the one before)
+    # off: on questions naming two people, any weight lowered recall, since every turn
+    # of a dialogue answers the one before (docs/benchmarks/constants.md)
     between: float = Field(
         default=0.0,
         ge=0,
@@ -91,7 +91,8 @@ class Fusion(BaseModel):
         "their memories as the other sides did (a prior, not a flood); `flat`: every one of "
         "them as if ranked first once more (before stop 54)",
     )
-    # on DialogRE train's questions naming two, 1 took R@5 from 0.696 to 0.957
+    # one: lifting both people of a question naming two drowned the evidence
+    # (docs/benchmarks/constants.md)
     most_people: int = Field(
         default=1,
         ge=0,

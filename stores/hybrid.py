@@ -45,20 +45,18 @@ from stores.ties import Circle
 
 log = logging.getLogger(__name__)
 SESSION_GAP_S = 1800  # memories this close in time are one session, for diversity
-# Above this a scope is searched with Chroma's own metadata filter (~900 ms in a chat of
-# 20k among 1M events, against ~12 ms held); listing 20k ids costs ~13 ms, once.
+# Above this a scope is searched with Chroma's own metadata filter, which is far slower
+# than held vectors; listing its ids is paid once (docs/benchmarks/constants.md).
 ID_LIST_MAX = 100_000
 # A scope not held (over the budget, or loading) with up to this many members is searched
 # over its vectors from SQL, not by Chroma: Chroma's HNSW, narrowed to a few ids among
-# many, walks most of its graph. At 1M events, p50 exact / Chroma: 200 ids 1 / 708 ms,
-# 5,000 28 / 36, 10,000 51 / 25 read row by row (docs/benchmarks/scale.md, "A chat not
-# held"); sealed in blocks (``stores.sql.blocks``), a chat's vectors cost a fraction of that.
-# Sealed exact is faster than Chroma narrowed up to 50k among 1M (docs/benchmarks/scale.md).
+# many, walks most of its graph; sealed in blocks (``stores.sql.blocks``), exact search
+# over a chat's vectors is faster than Chroma narrowed up to this many among 1M
+# (docs/benchmarks/scale.md, "A chat not held"; docs/benchmarks/constants.md).
 EXACT_MAX = 50_000
-# Unless Chroma searches the scope unnarrowed (it is enough of its shard): one HNSW query,
-# p50 6.1 ms for a chat of 20k among 1M against 12.8 exact over its sealed vectors, 5.1
-# against 42.6 at 50k (p95 27.5 against 14.0 at 20k). Below this many exact search is as
-# fast, and exact (docs/benchmarks/scale.md, "The 1M run on a faster Xeon").
+# Unless Chroma searches the scope unnarrowed (it is enough of its shard): one HNSW query
+# beats exact search over the sealed vectors of a large chat; below this many exact search
+# is as fast, and exact (docs/benchmarks/scale.md, "The 1M run on a faster Xeon").
 ANN_MIN = 5000
 LOOSE_MAX = 5000  # loose vectors (not sealed yet) read by row for one search, at most
 QUERY_VECTORS_HELD = 64  # recent query embeddings kept (a message's prefetch, its search)
@@ -229,7 +227,7 @@ class HybridEventStore:
         )
         self._pool = pool or ThreadPoolExecutor(max_workers=3, thread_name_prefix="hybrid")
         self._embedded = QueryVectors(self._pool, self.vector.embed_query)
-        # Its own thread: a seal (~1 s for 20k) must not hold one of the pool's threads,
+        # Its own thread: a seal (about a second) must not hold one of the pool's threads,
         # which a reply's keyword search and query embedding wait on.
         self._sealer = Background("sealing vectors")
 
@@ -434,7 +432,7 @@ class HybridEventStore:
                 held = self._unnarrowed(query, members, vector)
                 if held is None:
                     # a user or time filter too: Chroma's HNSW narrowed to a few ids walks
-                    # most of its graph (~100 ms for 100 among 100k), SQL reads them in ~1 ms
+                    # most of its graph; SQL reads them far faster (docs/benchmarks/constants.md)
                     held = self.search_exact(query, members, vector)
             if held is not None:
                 return [event_id for event_id, _ in held]

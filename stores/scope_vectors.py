@@ -21,7 +21,7 @@ from stores.held_scopes import HeldScopes
 from stores.scope_members import ScopeMembers
 
 Fetch = Callable[[list[str]], dict[str, np.ndarray]]
-INLINE_FETCH = 5000  # changed events fetched during a search (~25 ms); more: in the background
+INLINE_FETCH = 5000  # changed events fetched during a search; more: in the background
 
 
 @dataclass(frozen=True)
@@ -101,8 +101,7 @@ def nearest(
     """The ``k`` rows of ``matrix`` (unit vectors) nearest to ``vector`` by cosine, best
     first, as (id, similarity)."""
     # einsum, not @: through OpenBLAS the product wakes its worker threads, which then
-    # spin and slow the rest of the reply on a 2-core machine (whole p95 57 -> 49 ms
-    # at 200k events); single-threaded it costs ~0.2 ms for 4k vectors.
+    # spin and slow the rest of the reply on a 2-core machine (docs/benchmarks/constants.md).
     return best(np.einsum("ij,j->i", matrix, unit(vector)), ids, k)
 
 

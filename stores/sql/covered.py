@@ -20,8 +20,7 @@ def tenant(bot: str) -> str:
 
 
 # The bot in statements built once at import and bound per call (``{"k_bot": self.bot}``):
-# building a statement cost more than running it (a read: ~0.4 ms built per call, ~0.13
-# built once, on SQLite on a 2-core EPYC).
+# building a statement cost more than running it (docs/benchmarks/constants.md).
 BOT: BindParameter[str] = bindparam("k_bot")
 
 

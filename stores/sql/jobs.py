@@ -133,7 +133,7 @@ class SqlJobQueue:
             and_(_JOBS.c.status == "running", _JOBS.c.lease_until < now),
         )
         # Statement by statement, each on an index: as one, PostgreSQL planned the join on
-        # a fresh table's statistics as a scan per queued job (3.4 s for 400 jobs).
+        # a fresh table's statistics as a scan per queued job (docs/benchmarks/constants.md).
         with self.engine.begin() as conn:
             where = conn.execute(select(*chat).where(*self._key(after))).first()
             if where is None:
@@ -340,7 +340,7 @@ def claim(
 
 
 # The two claims' queries, built once: building them (the alias above all) cost more than
-# running them (0.7 -> 2.0 ms a claim on SQLite when built per call).
+# running them (docs/benchmarks/constants.md).
 _JOBS = MemoryJobRow.__table__
 _RUNNING = _JOBS.alias("running")
 _NOW = bindparam("now", type_=Float)

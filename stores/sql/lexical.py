@@ -181,14 +181,16 @@ class SqlLexicalIndex:
         cols = (EventTermRow.event_id, EventTermRow.term, EventTermRow.tf, EventTermRow.length)
         with self.reads.connect() as conn:
             if ids is None:
-                # The driver's tuples: SQLAlchemy's rows cost ~0.6 s more at 20k events.
+                # The driver's tuples: SQLAlchemy's rows cost more than the read
+                # (docs/benchmarks/constants.md).
                 found = conn.execute(select(*cols).where(*_term_scope(query, self.bot)))
                 return list(found.cursor.fetchall())
             listed = EventTermRow.event_id.in_(bindparam("ids", expanding=True))
             stmt: Any = select(*cols).where(mine(EventTermRow, self.bot), listed)
             if conn.dialect.name == "sqlite":
                 # Without statistics SQLite reads these by the covering scope index, all of
-                # the bot's postings (~2.7 s at 1M events); the primary key finds each event's.
+                # the bot's postings (docs/benchmarks/constants.md); the primary key finds
+                # each event's.
                 keyed = text(
                     "SELECT event_id, term, tf, length FROM event_terms INDEXED BY "
                     f"{SQLITE_TERMS_KEY} WHERE bot_id = :bot AND event_id IN :ids"
@@ -265,7 +267,7 @@ class SqlLexicalIndex:
             return cached[1]
         if members is not None and query.plain:
             # counted from the member list (its new rows read since): a busy chat's people
-            # are not grouped again in SQL after every write (~700 ms at 20k of 1M events)
+            # are not grouped again in SQL after every write (docs/benchmarks/constants.md)
             counts = Counter(members.said_by.values())
             rows: Iterable[tuple[str, str, int]] = [(u, n, c) for (u, n), c in counts.items()]
         else:
@@ -493,7 +495,7 @@ def _grown(
         select(*MEMBER).where(*filters, EventDocRow.indexed_at >= cached.version[1])
     ).all()
     since, said = _listed(rows)
-    known = cached.written | since  # C-level copies: the chat's size costs ~0.3 ms at 20k
+    known = cached.written | since  # C-level copies: cheap at a busy chat's size
     if len(known) != version[0]:
         return None
     return ScopeMembers(version, known, cached.said_by | said, length, cached.version, since)

@@ -189,8 +189,8 @@ class SqlMessageStore:
         return Said(target.user_id, frozenset(known), texts, ids)
 
     def _fetch(self, query: Select[Any]) -> list[StoredMessage]:
-        # Rows, not ORM objects: a reply reads ~100 messages, and building each as an ORM
-        # instance cost ~60 us (6-9 ms of a reply, measured).
+        # Rows, not ORM objects: a reply reads about a hundred messages, and building each
+        # as an ORM instance was a measurable part of a reply (docs/benchmarks/constants.md).
         with self.reads.connect() as conn:
             return [_message(row) for row in conn.execute(_as_rows(query))]
 
