@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint settings-doc serve deploy-venv mem0-venv astrbot-venv nonebot-venv host-locks model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory bench-scale bench-e5 bench-chroma-shards clean
+.PHONY: setup demo test lint settings-doc serve deploy-venv mem0-venv astrbot-venv nonebot-venv host-locks model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory bench-slots bench-scale bench-e5 bench-chroma-shards clean
 
 $(UV):
 	$(PY) -m venv .tools
@@ -160,6 +160,10 @@ model-serve: model
 
 bench-model: setup model
 	$(BIN)/python -m benchmarks.model $(ARGS)
+
+# Profile slots in DuLeMon's conversation turns: hand labels, a development and a test part.
+bench-slots: setup
+	$(BIN)/python -m benchmarks.turn_slots $(ARGS)
 
 bench-memory: setup mem0-venv
 	$(BIN)/python -m benchmarks.memory $(ARGS)

@@ -42,6 +42,18 @@ def needs(path: Path) -> None:
         unavailable(f"{path} is not here (the public data: GROUPMIND_SHARED_DATA)")
 
 
+def test_bench_slots_reads_every_label_and_scores_both_parts() -> None:
+    from benchmarks.turn_slots import labels, turns
+
+    needs(SHARED_DATA / "dulemon-samples" / "samples.json")
+    keys = {t.key for t in turns()}
+    assert set(labels()) <= keys  # every label names a turn that exists
+    found = json.loads(bench("turn_slots", "--json"))
+    for split in ("dev", "test"):
+        assert found[split]["labels"] > 0 and 0 <= found[split]["recall"] <= 1
+        assert found[split]["learned"] > 0 and 0 <= found[split]["precision"] <= 1
+
+
 def test_bench_latency_smoke(tmp_path: Path) -> None:
     out = bench("latency", "--scales", "60", "--messages", "3", "--searchable", "2",
                 "--server-messages", "0", "--work-dir", str(tmp_path / "w"),

@@ -23,6 +23,7 @@ _ZH_SUBJECT = re.compile(
 )
 _QUESTION = re.compile(r"[?？]|吗|呢[，。！]?$|什么|哪|谁|多少|几岁|怎么|是不是|有没有")
 _NEGATED = re.compile(r"^(?:不|没|别|并不|从不|从没)")
+_CORRECTED = re.compile(r"^(?:并?不是)([^，,。！？!?\s]{1,12}?)[，,]?(?:而|但)?是(.+)$")
 _PRONOUN_VALUE = re.compile(
     r"^(?:我|你|您|他|她|它|咱|俺|这|那|哪|谁|自己|大家|别人|人家|一起|同一|做|干|搞|的)"
 )
@@ -52,6 +53,8 @@ ZH_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("birthday", re.compile(rf"^的?生日(?:是|在)?({_N}{{1,2}}月{_N}{{1,3}}[日号])")),
     ("star_sign", re.compile(rf"^(?:是|属于)?({SIGNS})座")),
     ("star_sign", re.compile(rf"^的?星座是({SIGNS})座?")),
+    # 我是巨蟹！: a sign without 座 where the word means nothing else (处女, 狮子, 射手 do)
+    ("star_sign", re.compile(r"^(?:是|属于)(白羊|金牛|双子|巨蟹|天秤|天蝎|摩羯|双鱼)" + _END)),
     ("job", re.compile(rf"^(?:是|当|做)(?:一名|一个|个|一位|名|位)?([^，,。！？!?\s]{{0,8}}?(?:{JOB_WORDS})|[^，,。！？!?\s]{{2,6}}[员师])" + _END)),
     ("job", re.compile(r"^的?(?:工作|职业)是" + _V + _END)),
     ("job", re.compile(r"^(?:从事|干)" + _V + r"(?:工作|行业|这行)?" + _END)),
@@ -78,8 +81,26 @@ ZH_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("dream", re.compile(r"^(?:以后|将来|一直|从小)想" + _V + _END)),
     ("dislike", re.compile(r"^(?:很|最|特别|有点)?(?:不喜欢|讨厌|受不了|害怕|怕)" + _V + _END)),
 )  # fmt: skip
+# Someone owned (我老婆, 我的男朋友, 你姐, 我表姐, 你家狗狗, 你养的猫咪): the owner has one, in a
+# question too (你男朋友身体好些了吗 presumes him). Kin, partners and pets only: 我的老板 is
+# no fact; 我的妈呀, 你妈的, 我姐妹们, 我哥们 are no kin; 不是我的女朋友, 做你的妻子 are none.
+_OWNED_KIN = (
+    "爸爸|妈妈|父亲|母亲|爸妈|父母|哥哥|姐姐|妹妹|弟弟|女儿|儿子|孩子|老婆|老公|丈夫|妻子|爷爷|奶奶|"
+    "外公|外婆|舅舅|姑姑|叔叔|阿姨|舅妈|姨妈|侄子|侄女|外甥|孙子|孙女|爸|妈|哥|姐|弟|妹"
+)
+_OWNED_PARTNER = "男朋友|女朋友|男友|女友|对象|未婚夫|未婚妻"
+_OWNED_PET = (
+    "猫咪|狗狗|小狗|小猫|猫|狗|兔子|仓鼠|鹦鹉|乌龟|泰迪|金毛|柯基|哈士奇|柴犬|布偶猫|英短|橘猫"
+)
+_OWNED = re.compile(
+    r"(?<![他她它])(?<!不是)(?<!没有)(?<!做)(?<!当)(我|你|您)(?:们)?(?:的|家的?|家里的|养的)?(?:大|小|二|亲)?"
+    rf"(?:(表|堂)(哥|姐|弟|妹)|({_OWNED_PARTNER})|({_OWNED_KIN})|({_OWNED_PET}))"
+    r"(?![们妹弟子])"
+)
+_NOT_OWNED = re.compile(r"我的(?:妈|天|娘|乖乖)|你(?:妈|大爷|娘)(?:的|逼|个|呀)|姐妹|哥们|兄弟")
+
 ZH_LIKE = (
-    re.compile(r"^(?:很|特别|超级|超|最|也|还|非常|真的|一直|比较|挺)?(?:喜欢|爱|热爱|迷上了|爱好是)(?!你|我|他|她|的)([^，,。！？!?\s]{1,12}?)" + _END),
+    re.compile(r"^(?:很|特别|超级|超|最|也|还|非常|真的|一直|比较|挺|那么|这么)?(?:喜欢|爱|热爱|迷上了|爱好是)(?!你|我|他|她|的)([^，,。！？!?\s]{1,12}?)" + _END),
     re.compile(r"^最?喜欢的[^，,。！？!?\s]{0,10}?(?:就是|是)([^，,。！？!?\s]{1,12}?)" + _END),
 )  # fmt: skip
 PLACE_SLOTS = {"location", "hometown"}
@@ -154,13 +175,46 @@ def stated(text: str, names: tuple[str, ...] = ()) -> list[Stated]:
             subject = None
         body, who = _subject(clause.strip(), names)
         subject = who or subject
-        if subject is None or _QUESTION.search(clause) or _NEGATED.match(body):
+        if subject is None or _QUESTION.search(clause):
+            continue
+        if m := _CORRECTED.match(body):  # 不是老师是医生: what follows the denial stands
+            body = corrected(m.group(1), m.group(2))
+        elif _NEGATED.match(body):
             continue
         for kind, value in _facts(body):
             if (subject, kind) not in seen:
                 seen.add((subject, kind))
                 out.append(Stated(subject, kind, value))
+    for subject, kind, value in owned(text):
+        if (subject, kind) not in seen:
+            seen.add((subject, kind))
+            out.append(Stated(subject, kind, value))
     return out
+
+
+def corrected(denied: str, instead: str) -> str:
+    """The body a correction states (不是X是Y: 是Y); a sign for a sign needs no 座 (不是天秤是
+    处女呀: a Virgo)."""
+    sign = re.match(rf"({SIGNS})座?", instead)
+    if sign and re.fullmatch(rf"(?:{SIGNS})座?", denied):
+        return f"是{sign.group(1)}座{instead[sign.end() :]}"
+    return f"是{instead}"
+
+
+def owned(text: str) -> Iterator[tuple[str, str, str]]:
+    """(owner, kind, value) of the kin, partners and pets a text says someone has."""
+    if _NOT_OWNED.search(text):
+        return
+    for m in _OWNED.finditer(text):
+        owner = SELF if m.group(1) == "我" else ADDRESSEE
+        if m.group(2):
+            yield owner, "family", f"有{m.group(2)}{m.group(3)}"
+        elif m.group(4):
+            yield owner, "partner", m.group(4)
+        elif m.group(5):
+            yield owner, "family", f"有{m.group(5)}"
+        elif m.group(6):
+            yield owner, "pet", m.group(6)
 
 
 def _subject(clause: str, names: tuple[str, ...]) -> tuple[str, str | None]:
@@ -214,10 +268,20 @@ def has_zh(m: re.Match[str]) -> bool:
     return any("\u4e00" <= c <= "\u9fff" for c in m.string)
 
 
+# 钓鱼是我和爸爸都喜欢的活动: what the speaker likes, said of it
+_LIKED_BY_ME = re.compile(
+    r"^([^，,。！？!?\s]{1,8}?)(?:是|就是|也是)我(?:和[^，,。！？!?\s]{1,4})?(?:都|也|最|很|一直)?(?:喜欢|爱)的"
+)
+
+
 def likes(text: str) -> list[str]:
     """Hobbies and likes the speaker states about themselves (Chinese; English by pattern)."""
     out = []
     for clause, _ in _clauses(text):
+        if (m := _LIKED_BY_ME.match(clause.strip())) and not _QUESTION.search(clause):
+            if acceptable("like", m.group(1)):
+                out.append(m.group(1))
+                continue
         body, who = _subject(clause.strip(), ())
         if who == SELF and not _QUESTION.search(clause):
             for pattern in (*ZH_LIKE, EN_LIKE):

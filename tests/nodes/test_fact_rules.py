@@ -89,3 +89,62 @@ def test_likes_are_the_speakers_own() -> None:
     assert likes("我喜欢传统风格的绘画") == ["传统风格的绘画"]
     assert likes("你喜欢什么？我喜欢你") == []
     assert likes("I really love hiking and swimming") == ["hiking"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("这周日，我老婆在家做大餐", [(SELF, "family", "有老婆")]),
+        ("最近我的男朋友生病了", [(SELF, "partner", "男朋友")]),
+        ("我吃的面包是我表姐做的", [(SELF, "family", "有表姐")]),
+        ("我爸可以和我哥换着开车", [(SELF, "family", "有爸")]),  # a message's first stands
+        ("那你男朋友身体好些了吗", [(ADDRESSEE, "partner", "男朋友")]),  # presumed, asked
+        ("你家狗狗是公的还是母的呢", [(ADDRESSEE, "pet", "狗狗")]),
+        ("我在空间里看到了你养的猫咪的照片", [(ADDRESSEE, "pet", "猫咪")]),
+        ("我们的孩子要变成胖子了", [(SELF, "family", "有孩子")]),
+    ],
+)
+def test_kin_partners_and_pets_someone_owns_are_theirs(
+    text: str, expected: list[tuple[str, str, str]]
+) -> None:
+    assert [(s.subject, s.type, s.value) for s in stated(text)] == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "我的妈呀，吓死我了",
+        "你妈的，气死我了",
+        "我和姐妹们去逛街",
+        "我哥们说的",
+        "你不是我的女朋友了",
+        "你求我做你的妻子！",
+        "她的男朋友是医生",  # someone else's
+        "我的老板很凶",  # no kin
+    ],
+)
+def test_exclamations_curses_friends_and_denials_own_nobody(text: str) -> None:
+    assert [s for s in stated(text) if s.type in ("family", "partner", "pet")] == []
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("哈哈，我不是天秤是处女呀", [("star_sign", "处女座")]),  # a sign for a sign
+        ("我是巨蟹！", [("star_sign", "巨蟹座")]),
+        ("我不是老师是医生", [("job", "医生")]),
+        ("我不是天秤座，是天蝎座", [("star_sign", "天蝎座")]),
+        ("我是处女", []),  # 处女, 狮子, 射手 without 座 are other words
+        ("我是狮子", []),
+        ("我不是处女", []),
+    ],
+)
+def test_a_correction_states_what_follows_the_denial(
+    text: str, expected: list[tuple[str, str]]
+) -> None:
+    assert [(s.type, s.value) for s in stated(text) if s.subject == SELF] == expected
+
+
+def test_what_the_speaker_likes_said_of_it() -> None:
+    assert likes("我今天去钓鱼了，钓鱼是我和爸爸都喜欢的活动") == ["钓鱼"]
+    assert likes("他是我最喜欢的歌手") == []  # a person, not a taste
