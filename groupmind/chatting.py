@@ -84,7 +84,8 @@ def run_reply(
         },
         "callbacks": callbacks or [],
     }
-    out = graph.invoke({"message": raw}, config, context=context, durability=durability)
+    # the message as validated here: observe takes the model as it is (validated once)
+    out = graph.invoke({"message": msg}, config, context=context, durability=durability)
     _pruned(graph, deps, config["configurable"]["thread_id"])
     return {**out, "message_id": msg.message_id}
 

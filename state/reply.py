@@ -143,7 +143,8 @@ class Handled(TypedDict, total=False):
 
 
 class ReplyInput(TypedDict):
-    message: dict[str, Any]
+    # the message as JSON (the SDK, a server), or as a caller in the process validated it
+    message: dict[str, Any] | ChatMessage
 
 
 class ReplyRun(TypedDict, total=False):
@@ -291,7 +292,9 @@ def reply_platforms(state: ReplyState, default: str) -> set[str]:
         found.add(str(msg.platform if isinstance(msg, ChatMessage) else msg.get("platform", "")))
     waiting: Any = state.get("message")
     for raw in waiting if isinstance(waiting, list) else [waiting]:
-        if isinstance(raw, dict) and isinstance(raw.get("platform"), str):
+        if isinstance(raw, ChatMessage):  # validated already (in-process callers)
+            found.add(raw.platform)
+        elif isinstance(raw, dict) and isinstance(raw.get("platform"), str):
             found.add(raw["platform"])
     return found - {""}
 

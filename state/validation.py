@@ -43,7 +43,10 @@ M = TypeVar("M", bound=BaseModel)
 
 
 def validated(model: type[M], raw: Any, what: str, context: Mapping[str, Any]) -> M:
-    """``raw`` as ``model``, or an InputError naming ``what`` and every field at fault."""
+    """``raw`` as ``model``, or an InputError naming ``what`` and every field at fault; a
+    ``model`` already (validated at the caller's edge) is taken as it is."""
+    if isinstance(raw, model):
+        return raw
     if not isinstance(raw, dict):
         raise InputError(what, f"must be a JSON object, got {type(raw).__name__}")
     try:

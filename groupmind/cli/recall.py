@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -222,26 +223,38 @@ def replay(
     graph = session.reply_graph()
     context = reply_context(session.deps, asked_variants(variant))
     background = session.runtime.start_background_worker()
-    lines = lines_of(file)
-    failed = False
-    with Progress(console=err, transient=True, disable=as_json) as progress:
-        task = progress.add_task("replaying", total=len(lines))
-        for line in lines:
-            progress.advance(task)
-            result, refused = judged(
-                line, lambda raw: reply_to(graph, session.deps, raw, context), "message_id"
-            )
-            failed |= refused
-            if wait_memory:
-                background.drain()
-            if as_json:
-                emit(result)
-            else:
-                _print_reply(result)
+    failed = through_each(
+        file, "replaying", lambda raw: reply_to(graph, session.deps, raw, context),
+        show=emit if as_json else _print_reply, after=background.drain if wait_memory else None,
+    )  # fmt: skip
     background.drain()
     background.stop()
     if failed:
         raise typer.Exit(1)
+
+
+def through_each(
+    file: Path,
+    doing: str,
+    run: Callable[[Any], dict[str, Any]],
+    *,
+    show: Callable[[Any], None],
+    after: Callable[[], object] | None = None,
+) -> bool:
+    """Each message of a JSONL file through ``run``, in order, each result shown as it
+    comes (a refused line as its error); True when any line was refused."""
+    lines = lines_of(file)
+    failed = False
+    with Progress(console=err, transient=True, disable=show is emit) as progress:
+        task = progress.add_task(doing, total=len(lines))
+        for line in lines:
+            progress.advance(task)
+            result, refused = judged(line, run, "message_id")
+            failed |= refused
+            if after is not None:
+                after()
+            show(result)
+    return failed
 
 
 def _print_reply(r: dict[str, Any]) -> None:
@@ -266,19 +279,9 @@ def rank(
 
     session = session_for(variant, worker=False)
     context = reply_context(session.deps, asked_variants(variant))
-    lines = lines_of(file)
-    failed = False
-    with Progress(console=err, transient=True, disable=as_json) as progress:
-        task = progress.add_task("ranking", total=len(lines))
-        for line in lines:
-            progress.advance(task)
-            result, refused = judged(
-                line, lambda raw: rank_only(session.deps, raw, context), "message_id"
-            )
-            failed |= refused
-            if as_json:
-                emit(result)
-            else:
-                out.print(result)
+    failed = through_each(
+        file, "ranking", lambda raw: rank_only(session.deps, raw, context),
+        show=emit if as_json else out.print,
+    )  # fmt: skip
     if failed:
         raise typer.Exit(1)

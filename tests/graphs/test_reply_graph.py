@@ -249,6 +249,41 @@ def test_bad_input_names_the_field_and_stores_nothing(
     assert deps.jobs.counts() == {}  # type: ignore[union-attr]
 
 
+def test_a_message_is_validated_once_on_the_in_process_path(
+    deps: Deps, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """reply_to validates the message (for its thread) and the graph takes that model:
+    its content is read once, not again by observe."""
+    import state.reply
+    from groupmind.chatting import reply_to
+
+    calls: list[str] = []
+    real = state.reply.limited_text
+
+    def counted(value: Any, limit: int) -> str:
+        calls.append(str(value))
+        return real(value, limit)
+
+    monkeypatch.setattr(state.reply, "limited_text", counted)
+    chat = Chat(deps)
+    out = reply_to(chat.graph, deps, message("@bot 在吗", **BOT), chat.context)
+    assert out["action"] == "text_reply" and calls == ["@bot 在吗"]
+
+
+def test_a_refused_platform_is_refused_before_observe_stores_it(deps: Deps) -> None:
+    """A validated message in the inbox is held to the bot's platforms as a raw one is."""
+    from dataclasses import replace
+
+    from groupmind.chatting import reply_to
+    from nodes.deps import NotAllowed
+
+    held = replace(deps, limits=replace(deps.limits, platforms=frozenset({"lark"})))
+    chat = Chat(held)
+    with pytest.raises(NotAllowed):
+        reply_to(chat.graph, held, message("@bot 在吗", **BOT), chat.context)
+    assert deps.messages.members("qq:group:1001") == {}  # type: ignore[union-attr]
+
+
 def test_a_missing_field_is_named(deps: Deps) -> None:
     msg = message("你好")
     del msg["platform"]
