@@ -114,7 +114,7 @@ host-locks: $(UV)
 	$(UV) pip compile --quiet --python-version 3.11 benchmarks/mem0.in -o benchmarks/mem0.lock
 
 # Benchmarks: figures printed with the machine noted. `make test` runs each at a smoke size
-# (tests/test_bench_smoke.py, tests/test_bench_memory.py): the report's shape, never speed.
+# (tests/benchmarks/test_bench_smoke.py, tests/benchmarks/test_bench_memory.py): the report's shape, never speed.
 bench: bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-memory
 
 bench-locomo: setup

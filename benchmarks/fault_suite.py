@@ -1,4 +1,4 @@
-"""Fault scenarios on real components (``tests/test_faults.py`` runs them small, ``make
+"""Fault scenarios on real components (``tests/acceptance/test_faults.py`` runs them small, ``make
 bench-faults`` large): memory workers and a bot killed with SIGKILL, a throwaway PostgreSQL
 cluster stopped hard and started again, a `chroma run` server and an OpenAI-compatible
 endpoint taken down and brought back. Each reports what was lost, what was stored twice,

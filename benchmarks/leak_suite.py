@@ -6,7 +6,7 @@ model received for it (every request, tool results included), the reply and the 
 memory ids are checked against every secret of a scope it may not see. Each scope's own
 secrets must be recalled, so an empty prompt cannot pass.
 
-Used by ``tests/test_leaks.py`` (hypothesis, small worlds) and ``make bench-leaks``.
+Used by ``tests/acceptance/test_leaks.py`` (hypothesis, small worlds) and ``make bench-leaks``.
 """
 
 from __future__ import annotations

@@ -156,7 +156,7 @@ def _postgres(url: str, size: int) -> BaseCheckpointSaver[str]:
     )
     # The tables are made over a connection of their own, with the lock held on it: a
     # crash right after the setup must not lose its last migrations (a column every write
-    # needs): the setup does not run again (tests/test_checkpoint_setup.py).
+    # needs): the setup does not run again (tests/groupmind/test_checkpoint_setup.py).
     with psycopg.Connection.connect(
         url, autocommit=True, prepare_threshold=0, row_factory=dict_row
     ) as conn:

@@ -1,6 +1,6 @@
 """docs/settings.md, written from the settings' own descriptions: one place says what a
 setting does (its ``Field``), and the page cannot drift from it (``make settings-doc``
-writes it; ``tests/test_settings_doc.py`` fails when the two differ)."""
+writes it; ``tests/groupmind/test_settings_doc.py`` fails when the two differ)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ PAGE = Path(__file__).resolve().parents[1] / "docs" / "settings.md"
 HEAD = """# Settings
 
 <!-- written by `make settings-doc` from the settings' descriptions (groupmind/settings.py
-and the models it nests); tests/test_settings_doc.py fails when the two drift apart -->
+and the models it nests); tests/groupmind/test_settings_doc.py fails when the two drift apart -->
 
 Environment variables (or `.env`), prefix `GROUPMIND_`; nested ones with `__`
 (`GROUPMIND_RANK__THRESHOLD=0.2`, `GROUPMIND_SEARCH__ZH__DENSE=1`); lists and objects as

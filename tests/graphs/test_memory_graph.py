@@ -17,8 +17,8 @@ from nodes.variants import UnknownVariant
 from state.context import Context
 from state.validation import InputError
 from stores.base import EventQuery, LearnedProfile, Persona
-from tests.fakes import DownEvents, FakeChat
 from tests.graphs.helpers import Recorder, facts, job, run
+from tests.helpers.fakes import DownEvents, FakeChat
 
 
 def with_chat(deps: Deps, chat: FakeChat) -> Deps:

@@ -18,8 +18,8 @@ from nodes.reply.observe import observe, validate_message
 from state.context import Context
 from state.validation import InputError
 from stores.base import EventRecord, Persona
-from tests.fakes import FakeChat
 from tests.graphs.reply_helpers import Chat, message, passing_id, with_rules
+from tests.helpers.fakes import FakeChat
 
 BOT = {"mentions": ["bot"]}
 

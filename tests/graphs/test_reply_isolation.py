@@ -17,9 +17,9 @@ from groupmind.worker import MemoryWorker
 from nodes.deps import Deps
 from nodes.reply.tools import DATA_NOTE
 from stores.base import EventRecord
-from tests.fakes import FakeChat
 from tests.graphs.helpers import facts
 from tests.graphs.reply_helpers import Chat, message
+from tests.helpers.fakes import FakeChat
 
 SECRET = "群一的秘密：下周三发布 v2.0"
 B = ChatScope(platform="qq", chat_type="group", chat_id="B")

@@ -27,7 +27,7 @@ from standins.model import Script, StandIn, serve
 from standins.services import REQUIRE
 from standins.serving import free_port
 from tests.hosts.wire import Account, said
-from tests.test_langgraph_dev import start
+from tests.server.test_langgraph_dev import start
 
 ROOT = Path(__file__).resolve().parents[2]
 VENV = ROOT / "hosts" / ".astrbot-venv"

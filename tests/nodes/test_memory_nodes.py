@@ -18,8 +18,8 @@ from state.context import Context
 from state.validation import InputError
 from stores.base import Persona
 from stores.script import has_cjk
-from tests.fakes import FakeChat
 from tests.graphs.helpers import facts, job
+from tests.helpers.fakes import FakeChat
 
 
 def state_for(deps: Deps, **changes: Any) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_cli import cli_on, lines, write_jsonl
+from tests.groupmind.test_cli import cli_on, lines, write_jsonl
 
 NAMES = {"u1": "小明", "u2": "小红", "u3": "阿杰", "u4": "老王"}
 

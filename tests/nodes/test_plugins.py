@@ -21,8 +21,8 @@ from state.context import Context
 from state.memory import MemoryState
 from state.reply import ReplyState
 from state.slots import SLOTS, PlanWrites, RankContextWrites
-from tests.test_cli import write_jsonl
-from tests.test_experiment_cli import context_dataset, metric
+from tests.groupmind.test_cli import write_jsonl
+from tests.groupmind.test_experiment_cli import context_dataset, metric
 
 GROUPMIND = str(Path(sys.executable).parent / "groupmind")
 

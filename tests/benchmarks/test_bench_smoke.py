@@ -1,4 +1,4 @@
-"""Every ``make bench-*`` at a smoke size (bench-memory: tests/test_bench_memory.py), so
+"""Every ``make bench-*`` at a smoke size (bench-memory: tests/benchmarks/test_bench_memory.py), so
 none rots: each runs as the make target runs it and writes or prints its report, and the
 report has the shape the full run's has. Speed is not asserted here: it is what the
 benchmarks measure, on a quiet machine."""

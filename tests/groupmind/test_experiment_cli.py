@@ -13,7 +13,7 @@ import pytest
 
 from standins import model as standin
 from standins.langsmith import serve as langsmith
-from tests.test_cli import cli_on, lines, write_jsonl
+from tests.groupmind.test_cli import cli_on, lines, write_jsonl
 
 DEMO = Path(str(files("groupmind.demo_data")))
 

@@ -2,7 +2,7 @@
 PostgreSQL and Redis, one `groupmind worker`, a `chroma run` server, with the recipe's
 per-bot API keys; four chats driven through langgraph_sdk via both servers; one server
 killed with SIGKILL mid-run. Every addressed message is answered once and every message
-is remembered once. (The bot-against-bot attacks on this recipe: tests/test_tenancy.py.)
+is remembered once. (The bot-against-bot attacks on this recipe: tests/server/test_tenancy.py.)
 
 Needs deploy/.venv (`make deploy-venv`); `.ci/run` builds it.
 """

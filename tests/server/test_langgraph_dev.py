@@ -24,7 +24,7 @@ from standins.serving import free_port, wait_ok
 from stores.sql import SqlJobQueue, make_engine
 from tests.graphs.reply_helpers import message
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
 KEY_A, KEY_B = "key-of-bot-a-0123456789", "key-of-bot-b-0123456789"
 BOTS = [

@@ -25,8 +25,8 @@ from stores.base import EventRecord
 from stores.chroma import ChromaEventVectors
 from stores.hybrid import HybridEventStore
 from tests.graphs.reply_helpers import message
+from tests.server.test_langgraph_dev import start
 from tests.stores.old_rows import write_old_rows
-from tests.test_langgraph_dev import start
 
 U = {"user_id": "10001", "user_name": "小明"}  # the person to forget
 B = {"user_id": "10002", "user_name": "阿强"}

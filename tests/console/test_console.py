@@ -25,10 +25,10 @@ from domain.scope import ChatScope
 from standins.onebot import SELF_ID, Implementation
 from standins.serving import free_port
 from stores.sql import SqlJobQueue
+from tests.acceptance.test_forget_scan import traces
 from tests.conftest import CHROMIUM
-from tests.test_cli import cli_on
-from tests.test_experiment_cli import context_dataset
-from tests.test_forget_scan import traces
+from tests.groupmind.test_cli import cli_on
+from tests.groupmind.test_experiment_cli import context_dataset
 
 pytestmark = [
     pytest.mark.slow,
@@ -37,7 +37,7 @@ pytestmark = [
         reason="Debian's chromium is not installed (apt-get install chromium)",
     ),
 ]
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 KEY_A, KEY_B = "console-key-of-a-0123456789", "console-key-of-b-0123456789"
 BOTS = [{"id": "bot-a", "api_key": KEY_A}, {"id": "bot-b", "api_key": KEY_B}]
 SAID = [

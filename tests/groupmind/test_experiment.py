@@ -169,7 +169,7 @@ def test_the_readmes_labelled_demo_is_the_demo_chat() -> None:
     those."""
     from importlib.resources import files
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     data = load_dataset(root / "examples" / "datasets" / "demo-labelled.jsonl")
     chat = Path(str(files("groupmind.demo_data"))) / "chat.jsonl"
     demo = [json.loads(x) for x in chat.read_text(encoding="utf-8").splitlines() if x.strip()]

@@ -13,8 +13,8 @@ from domain.scope import ChatScope
 from groupmind.cli import app
 from groupmind.session import open_session
 from groupmind.settings import Settings
+from tests.acceptance.test_forget_scan import conversation
 from tests.graphs.reply_helpers import message
-from tests.test_forget_scan import conversation
 
 G = ChatScope(platform="qq", chat_type="group", chat_id="1001")
 CHATTER = [("小红", "哈哈哈"), ("小刚", "好的好的"), ("小李", "嗯嗯"), ("小王", "笑死")]

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.test_cli import cli_on, lines
-from tests.test_import import search
+from tests.groupmind.test_cli import cli_on, lines
+from tests.groupmind.test_import import search
 
 OK = {"summary": "我给大家推荐了一本讲数据库的书", "timestamp": "2026-02-21T11:08:00+08:00",
       "request_type": "group", "group_id": "1001", "group_name": "测试群"}  # fmt: skip

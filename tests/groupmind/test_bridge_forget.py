@@ -23,7 +23,7 @@ from groupmind.settings import Settings
 from standins.onebot import SELF_ID, Implementation, group_event, private_event
 from stores.journal import Journal, JournalAt
 from stores.said import Said
-from tests.test_forget_scan import traces
+from tests.acceptance.test_forget_scan import traces
 
 AT_BOT = {"type": "at", "data": {"qq": str(SELF_ID)}}
 SAID = ["ZQXJ7731", "猫头鹰咖啡馆", "KVBN5512"]

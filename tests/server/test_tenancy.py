@@ -26,7 +26,7 @@ from standins.model import Script, StandIn, serve
 from stores.base import EventQuery
 from stores.sql import SqlLexicalIndex, SqlMessageStore, SqlRunInbox, make_engine
 from tests.graphs.reply_helpers import message
-from tests.test_langgraph_dev import start, status_of
+from tests.server.test_langgraph_dev import start, status_of
 
 pytestmark = pytest.mark.slow
 KEYS = {bot: f"key-of-{bot}-0123456789" for bot in ("bot-a", "bot-b", "bot-c")}

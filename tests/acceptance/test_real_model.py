@@ -14,7 +14,7 @@ import pytest
 from nodes.memory.judge import not_prose
 from tests.graphs.helpers import job
 from tests.graphs.reply_helpers import message
-from tests.test_cli import cli_on, lines, write_jsonl
+from tests.groupmind.test_cli import cli_on, lines, write_jsonl
 
 pytestmark = [pytest.mark.model, pytest.mark.slow, pytest.mark.timeout(1200)]
 

@@ -18,8 +18,8 @@ from groupmind.settings import Settings
 from groupmind.wiring import build_runtime
 from groupmind.worker import MemoryWorker
 from stores.base import job_thread_id
-from tests.fakes import DownEvents
 from tests.graphs.helpers import job
+from tests.helpers.fakes import DownEvents
 
 pytestmark = pytest.mark.postgres
 

@@ -19,7 +19,7 @@ from groupmind.wiring import build_runtime
 from standins.model import Request, Script, StandIn, serve
 from tests.graphs.helpers import job
 from tests.graphs.reply_helpers import message
-from tests.test_cli import cli_on, lines, write_jsonl
+from tests.groupmind.test_cli import cli_on, lines, write_jsonl
 
 LLM = ["--variant", "plan=llm", "--variant", "reply=llm"]
 RULES_MEMORY = ["--variant", "rewrite=rules", "--variant", "merge_profile=rules"]

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tests.test_cli import cli_on, lines
+from tests.groupmind.test_cli import cli_on, lines
 
 SUMMARIES = [
     {"summary": "我帮你修好了服务器的 bug", "timestamp": "2026-02-20T21:00:00+08:00",

@@ -16,9 +16,9 @@ from groupmind.cli import app
 from nodes.deps import Deps
 from stores.base import Persona
 from stores.personas_file import FilePersonaStore, PersonaFileError
-from tests.fakes import FakeChat
 from tests.graphs.reply_helpers import Chat, message
-from tests.test_cli import lines, write_jsonl
+from tests.groupmind.test_cli import lines, write_jsonl
+from tests.helpers.fakes import FakeChat
 
 XIAOAI = Persona(persona_id="xiaoai", name="小爱", aliases=["爱爱", "xiaoai"],
                  system_prompt="你是技术交流群里热心的助手小爱。", begin_dialogs=["你好", "你好呀"])  # fmt: skip

@@ -26,10 +26,10 @@ from nodes.deps import Deps
 from state.validation import InputError
 from stores.base import job_thread_id
 from stores.sql import SqlJobQueue
-from tests.fakes import DownEvents, FakeChat
 from tests.graphs.helpers import job
+from tests.helpers.fakes import DownEvents, FakeChat
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def make_worker(
@@ -308,7 +308,7 @@ def killed_at_embed(data: Path, steps: str, jobs: int = 1) -> None:
         [
             sys.executable,
             "-m",
-            "tests.crash_child",
+            "tests.helpers.crash_child",
             str(data),
             json.dumps(job()),
             steps,

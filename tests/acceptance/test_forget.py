@@ -27,7 +27,7 @@ from stores.base import EventQuery, job_thread_id
 from stores.sql.schema import ContextUsageRow, MessageRow
 from tests.graphs.reply_helpers import message
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 G1 = ChatScope(platform="qq", chat_type="group", chat_id="1001")
 G2 = ChatScope(platform="qq", chat_type="group", chat_id="2002")
 DM = ChatScope(platform="qq", chat_type="private", chat_id="10001")

@@ -1,6 +1,6 @@
 """A worker process that is killed (SIGKILL) the moment it reaches the embed step.
 
-python -m tests.crash_child DATA_DIR JOB_JSON [JOB_STEP_CHECKPOINTS [JOBS]]
+python -m tests.helpers.crash_child DATA_DIR JOB_JSON [JOB_STEP_CHECKPOINTS [JOBS]]
 
 With JOBS > 1: that many copies of the job (request ids r1, r2...) are queued in its chat
 and run as one batch (``run_batch``); it is killed at the last one's embed step."""

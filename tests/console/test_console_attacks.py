@@ -18,8 +18,8 @@ import pytest
 
 from standins.serving import free_port, loopback
 from tests.conftest import CHROMIUM
-from tests.test_cli import cli_on
-from tests.test_console import CHAT, fetch
+from tests.console.test_console import CHAT, fetch
+from tests.groupmind.test_cli import cli_on
 
 pytestmark = [
     pytest.mark.slow,
