@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Callable
 from datetime import datetime
+from functools import cache
 from typing import Annotated, Any, Literal, NotRequired, get_args, get_origin, get_type_hints
 
 from langchain_core.messages import AnyMessage, RemoveMessage
@@ -180,7 +181,8 @@ class ReplyRun(TypedDict, total=False):
     tool_result: str
 
 
-RUN_STARTS: dict[str, Any] = {"action": "no_reply"}  # where a run's field is not its zero
+# where a run's field does not start as its type's zero
+RUN_STARTS: dict[str, Callable[[], Any]] = {"action": lambda: "no_reply"}
 
 
 def run_start(*, past_reducers: bool) -> ReplyState:
@@ -189,20 +191,32 @@ def run_start(*, past_reducers: bool) -> ReplyState:
     with a reducer is not merged with the last run's (every model message removed, the
     others overwritten); without, as a new thread takes them (forget's rebuilt threads)."""
     start: dict[str, Any] = {}
-    for name, hint in get_type_hints(ReplyRun, include_extras=True).items():
-        reduced = get_origin(hint) is Annotated
-        kind = get_origin(get_args(hint)[0] if reduced else hint)
-        zero = RUN_STARTS[name] if name in RUN_STARTS else ZEROS[kind or hint]()
-        if reduced and past_reducers:
-            add = get_args(hint)[1]
-            zero = (
-                [RemoveMessage(id=REMOVE_ALL_MESSAGES)] if add is add_messages else Overwrite(zero)
+    for name, zero, reducer in _run_fields():
+        value = zero()
+        if reducer is not None and past_reducers:
+            value = (
+                [RemoveMessage(id=REMOVE_ALL_MESSAGES)]
+                if reducer is add_messages
+                else Overwrite(value)
             )
-        start[name] = zero
+        start[name] = value
     return start  # type: ignore[return-value]
 
 
 ZEROS: dict[Any, Callable[[], Any]] = {str: str, bool: bool, int: int, list: list, dict: dict}
+
+
+@cache
+def _run_fields() -> tuple[tuple[str, Callable[[], Any], Any], ...]:
+    """(name, a new zero, its reducer or None) per ``ReplyRun`` field, read off the class
+    once (a run only builds the values: the reply path pays no annotation parsing)."""
+    out = []
+    for name, hint in get_type_hints(ReplyRun, include_extras=True).items():
+        reduced = get_origin(hint) is Annotated
+        kind = get_origin(get_args(hint)[0] if reduced else hint)
+        zero = RUN_STARTS.get(name) or ZEROS[kind or hint]
+        out.append((name, zero, get_args(hint)[1] if reduced else None))
+    return tuple(out)
 
 
 class ReplyState(ReplyRun, total=False):
