@@ -235,7 +235,7 @@ class ReplyDeps(Deps):
 @dataclass(frozen=True, kw_only=True)
 class ForgetDeps(Deps):
     """What the forget graph runs on: besides the bot's stores, what forget must reach
-    that they do not hold, each required (None only where the process has none):"""
+    that they do not hold, each required (None only where the process has none)."""
 
     reply_threads: ReplyThreads | None = field()  # the reply threads to scrub
     # the copies groupmind made of the bot's data (exports, experiments' arms)

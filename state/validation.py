@@ -31,11 +31,12 @@ def describe_validation_error(exc: ValidationError) -> str:
     """One line per problem, ``field: reason``, in the order pydantic found them."""
     parts = []
     for err in exc.errors():
-        field = ".".join(str(p) for p in err["loc"]) or "input"
+        field = ".".join(str(p) for p in err["loc"])
         msg = err["msg"].removeprefix("Value error, ")
         if err["type"] == "missing":
             msg = "missing (required)"
-        parts.append(f"{field}: {msg}")
+        # a model's own check (no field of its own) says in its message what it is about
+        parts.append(f"{field}: {msg}" if field else msg)
     return "; ".join(parts)
 
 

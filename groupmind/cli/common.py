@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.console import Console
 
+from domain.scope import ChatScope, ChatType
 from groupmind.lines import Line, read_jsonl
 from groupmind.settings import Settings
 
 if TYPE_CHECKING:
-    from domain.scope import ChatScope
     from groupmind.session import Session
 
 out = Console(soft_wrap=True)
@@ -114,8 +114,6 @@ def chat_scope(
     platform: str | None, chat_type: str | None, chat_id: str | None
 ) -> ChatScope | None:
     """A ChatScope from options (None when no chat is named); exits 2 on a half-named one."""
-    from domain.scope import ChatScope, ChatType  # noqa: F811 - at run time
-
     here = invocation()
     if chat_type is None and chat_id is None:
         return None
@@ -125,12 +123,3 @@ def chat_scope(
         return ChatScope(platform=platform, chat_type=kinds[chat_type], chat_id=chat_id)
     err.print("[red]a chat needs --chat-type group|private and --chat-id[/red]")
     raise typer.Exit(2)
-
-
-def named_chat(platform: str | None, chat_type: str | None, chat_id: str | None) -> ChatScope:
-    """The chat the options name; exits 2 unless they name one."""
-    chat = chat_scope(platform, chat_type, chat_id)
-    if chat is None:
-        err.print("[red]a chat needs --chat-type group|private and --chat-id[/red]")
-        raise typer.Exit(2)
-    return chat

@@ -19,10 +19,10 @@ from groupmind.cli.common import (
     ChatTypeOpt,
     PlatformOpt,
     VariantOpt,
+    chat_scope,
     emit,
     err,
     invocation,
-    named_chat,
     out,
     session_for,
 )
@@ -222,7 +222,8 @@ def export(
     from stores.sql.chats import chat_overview
 
     here = invocation()
-    chat = named_chat(platform, chat_type, chat_id)
+    chat = chat_scope(platform, chat_type, chat_id)
+    assert chat is not None  # --chat-type and --chat-id are required options
     session = here.session(worker=False)
     deps = session.deps
     persona_id = persona or deps.persona_for(chat.platform, chat.chat_type, chat.chat_id)

@@ -105,13 +105,13 @@ def search(
     """Search event memory in one chat's scope (chat type + chat id are required)."""
     from state.search import build_query
 
-    here = invocation()
-    session = here.session(worker=False)
+    session = invocation().session(worker=False)
+    limits = session.deps.limits  # the bot's, built once
     if batch is not None:
-        settings, refused_any = here.settings, False
+        refused_any = False
 
         def one(raw: Any) -> Any:
-            built = build_query(raw, settings.limits)
+            built = build_query(raw, limits)
             return [h.as_json() for h in session.deps.events.search(built)]
 
         lines = lines_of(batch)
@@ -137,7 +137,7 @@ def search(
         "to": time_to,
     }
     try:
-        q = build_query({k: v for k, v in fields.items() if v is not None}, here.settings.limits)
+        q = build_query({k: v for k, v in fields.items() if v is not None}, limits)
     except (InputError, ValueError) as exc:
         err.print(f"[red]{exc}[/red]")
         raise typer.Exit(2) from None
@@ -147,9 +147,7 @@ def search(
         return
     table = Table("score", "when", "who", "text")
     for h in hits:
-        when = datetime.fromtimestamp(h.event.timestamp, here.settings.tz).strftime(
-            "%Y-%m-%d %H:%M"
-        )
+        when = datetime.fromtimestamp(h.event.timestamp, limits.tz).strftime("%Y-%m-%d %H:%M")
         flag = " [yellow](degraded)[/]" if h.event.degraded else ""
         table.add_row(f"{h.score:.4f}", when, h.event.user_name, h.event.text + flag)
     out.print(table)
