@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint settings-doc serve deploy-venv mem0-venv astrbot-venv nonebot-venv host-locks model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory bench-slots bench-scale bench-e5 bench-chroma-shards clean
+.PHONY: setup demo test lint settings-doc serve deploy-venv mem0-venv astrbot-venv nonebot-venv locks model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory bench-slots bench-scale bench-e5 bench-chroma-shards clean
 
 $(UV):
 	$(PY) -m venv .tools
@@ -53,9 +53,12 @@ serve: setup
 # The scale-out server's environment (deploy/): langhost (PostgreSQL + Redis runtime) with
 # groupmind installed beside it; its pins differ from the project's, so it has its own venv.
 DEPLOY_VENV := deploy/.venv
-$(DEPLOY_VENV)/.ready: deploy/requirements.txt pyproject.toml
+$(DEPLOY_VENV)/.ready: $(UV) deploy/requirements.lock pyproject.toml
+	rm -rf $(DEPLOY_VENV)
 	$(PY) -m venv $(DEPLOY_VENV)
-	$(DEPLOY_VENV)/bin/pip install --quiet --disable-pip-version-check -r deploy/requirements.txt -e .
+	$(UV) pip install --quiet --compile-bytecode --python $(DEPLOY_VENV)/bin/python \
+		-r deploy/requirements.lock
+	$(UV) pip install --quiet --no-deps --python $(DEPLOY_VENV)/bin/python -e .
 	$(DEPLOY_VENV)/bin/python -m compileall -q groupmind graphs nodes state stores domain
 	touch $@
 
@@ -79,7 +82,7 @@ mem0-venv: $(MEM0_VENV)/.ready
 
 # The host bot frameworks the plugins are proven in (tests/hosts), each in its own
 # environment with the plugin's client (hosts/client) installed: AstrBot needs Python 3.12.
-# Each installs from its lock (hosts/locks, `make host-locks`): pip resolving AstrBot's
+# Each installs from its lock (hosts/locks, `make locks`): pip resolving AstrBot's
 # ~280 requirements afresh backtracked for over 20 minutes on a cold CI run.
 ASTRBOT_VENV := hosts/.astrbot-venv
 $(ASTRBOT_VENV)/.ready: $(UV) hosts/locks/astrbot.lock hosts/client/pyproject.toml \
@@ -107,8 +110,11 @@ $(NONEBOT_VENV)/.ready: $(UV) hosts/locks/nonebot.lock hosts/client/pyproject.to
 
 nonebot-venv: $(NONEBOT_VENV)/.ready
 
-# The locks the side environments install from, resolved again from their .in files.
-host-locks: $(UV)
+# The locks the side environments install from, resolved again (after a change to their
+# .in files, deploy/requirements.txt or the project's dependencies).
+locks: $(UV)
+	$(UV) pip compile --quiet --python-version 3.11 deploy/requirements.txt pyproject.toml \
+		-o deploy/requirements.lock
 	$(UV) pip compile --quiet --python-version 3.12 hosts/locks/astrbot.in -o hosts/locks/astrbot.lock
 	$(UV) pip compile --quiet --python-version 3.11 hosts/locks/nonebot.in -o hosts/locks/nonebot.lock
 	$(UV) pip compile --quiet --python-version 3.11 benchmarks/mem0.in -o benchmarks/mem0.lock
