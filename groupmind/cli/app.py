@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 from pydantic import ValidationError
 
@@ -58,11 +57,13 @@ def run() -> None:
     gone) ends it with one line and exit code 1, not a traceback."""
     try:
         code = app(standalone_mode=False)  # an Exit comes back as its code
-    except click.exceptions.Abort:
+    # typer bundles its own click: its usage errors and aborts are typer's, not click's
+    except typer.Abort:
         err.print("Aborted.")
         sys.exit(1)
-    except click.ClickException as exc:
-        exc.show()
+    except typer.TyperException as exc:  # a usage error (ClickException) shows itself
+        show = getattr(exc, "show", None)
+        show() if show is not None else err.print(exc.format_message(), markup=False)
         sys.exit(exc.exit_code)
     except Exception as exc:
         line = storage_error(exc)

@@ -247,6 +247,30 @@ def test_operator_views_chats_and_jobs(cli: Any, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_mistyped_option_or_an_abort_ends_in_one_line_through_the_entry_point(
+    tmp_path: Path,
+) -> None:
+    """The installed command (not CliRunner): a usage error exits 2 with click's message, a
+    declined confirmation 1 with "Aborted.", never a traceback."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "GROUPMIND_DATA_DIR": str(tmp_path / "data")}
+
+    def groupmind(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "groupmind.cli", *args], env=env,
+                              capture_output=True, text=True, timeout=120,
+                              stdin=subprocess.DEVNULL)  # fmt: skip
+
+    typo = groupmind("jobs", "--bogus")
+    assert typo.returncode == 2 and "No such option: --bogus" in typo.stderr
+    declined = groupmind("forget", "--user-id", "u")  # no --yes, nobody to answer
+    assert declined.returncode == 1 and declined.stderr.strip().endswith("Aborted.")
+    for run in (typo, declined):
+        assert "Traceback" not in run.stderr and "╭" not in run.stderr
+
+
 def test_storage_errors_are_one_line_and_never_carry_what_was_said(tmp_path: Path) -> None:
     """A read-only database (SQLite refuses writes whoever asks): replay refuses the line,
     forget stops, search still reads; each says what failed in one line, with no content."""
