@@ -209,8 +209,9 @@ def owned(text: str) -> Iterator[tuple[str, str, str]]:
             yield owner, "family", f"有{m.group(2)}{m.group(3)}"
         elif m.group(4):
             yield owner, "partner", m.group(4)
-        elif m.group(5):
-            yield owner, "family", f"有{m.group(5)}"
+        elif kin := m.group(5):
+            whole = kin * 2 if len(kin) == 1 else kin  # 我爸: a profile reads 有爸爸
+            yield owner, "family", f"有{whole}"
         elif m.group(6):
             yield owner, "pet", m.group(6)
 

@@ -97,7 +97,7 @@ def test_likes_are_the_speakers_own() -> None:
         ("这周日，我老婆在家做大餐", [(SELF, "family", "有老婆")]),
         ("最近我的男朋友生病了", [(SELF, "partner", "男朋友")]),
         ("我吃的面包是我表姐做的", [(SELF, "family", "有表姐")]),
-        ("我爸可以和我哥换着开车", [(SELF, "family", "有爸")]),  # a message's first stands
+        ("我爸可以和我哥换着开车", [(SELF, "family", "有爸爸")]),  # a message's first stands
         ("那你男朋友身体好些了吗", [(ADDRESSEE, "partner", "男朋友")]),  # presumed, asked
         ("你家狗狗是公的还是母的呢", [(ADDRESSEE, "pet", "狗狗")]),
         ("我在空间里看到了你养的猫咪的照片", [(ADDRESSEE, "pet", "猫咪")]),
