@@ -19,7 +19,7 @@ from state.context import Context
 from state.validation import InputError
 from stores.base import EventRecord, Persona
 from tests.graphs.reply_helpers import Chat, message, passing_id, with_rules
-from tests.helpers.fakes import FakeChat
+from tests.helpers.fakes import DownSearch, FakeChat
 
 BOT = {"mentions": ["bot"]}
 
@@ -395,22 +395,6 @@ def test_a_refused_message_does_not_block_the_thread(deps: Deps) -> None:
     good = message("好消息")
     assert chat.send(good)["message_id"] == good["message_id"]
     assert pending_ids(chat, good) == [good["message_id"]]
-
-
-class DownSearch:
-    """A real event store whose searches fail ``failures`` times (Chroma unreadable)."""
-
-    def __init__(self, inner: Any, failures: int = 1) -> None:
-        self.inner, self.failures = inner, failures
-
-    def search(self, query: Any) -> Any:
-        if self.failures:
-            self.failures -= 1
-            raise ConnectionError("chroma unavailable")
-        return self.inner.search(query)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
 
 
 def test_a_message_whose_reply_failed_after_observe_is_answered_when_it_comes_again(

@@ -13,20 +13,39 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
 
-class DownEvents:
-    """A real event store behind an outage that lasts ``failures`` upserts."""
+class Down:
+    """A real store whose ``method`` fails ``failures`` times (its backend unreachable),
+    then works again; everything else is the store's own."""
+
+    method = ""
 
     def __init__(self, inner: Any, failures: int = 1) -> None:
         self.inner, self.failures = inner, failures
 
-    def upsert(self, event: Any) -> None:
-        if self.failures:
-            self.failures -= 1
-            raise ConnectionError("chroma unavailable")
-        self.inner.upsert(event)
-
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
+        attr = getattr(self.inner, name)
+        if name != self.method:
+            return attr
+
+        def failing(*args: Any, **kwargs: Any) -> Any:
+            if self.failures:
+                self.failures -= 1
+                raise ConnectionError("chroma unavailable")
+            return attr(*args, **kwargs)
+
+        return failing
+
+
+class DownEvents(Down):
+    """An event store behind an outage that lasts ``failures`` upserts."""
+
+    method = "upsert"
+
+
+class DownSearch(Down):
+    """An event store whose searches fail ``failures`` times (Chroma unreadable)."""
+
+    method = "search"
 
 
 class FakeChat(BaseChatModel):
