@@ -422,7 +422,7 @@ def bot_kill9(n: int, kills: int, seed: int = 2) -> Result:
             "\n".join(json.dumps(m, ensure_ascii=False) for m in messages)
         )
         env = env_for(tmp / "data")
-        env["GROUPMIND_CHAT__BUFFER_MAX"] = "4"  # hand off often: many jobs in flight
+        env["GROUPMIND_CHAT_STATES__BUFFER_MAX"] = "4"  # hand off often: many jobs in flight
         proc = start_bot(env, tmp)
         for _ in range(kills):
             time.sleep(rng.uniform(2.0, 5.0))
@@ -448,7 +448,7 @@ def bot_postgres_restart(n: int, down_s: float = 3.0) -> Result:
             "\n".join(json.dumps(m, ensure_ascii=False) for m in messages)
         )
         env = env_for(tmp / "data", sql_url=url, checkpointer="postgres")
-        env["GROUPMIND_CHAT__BUFFER_MAX"] = "4"
+        env["GROUPMIND_CHAT_STATES__BUFFER_MAX"] = "4"
         proc = start_bot(env, tmp)
         wait_progress(tmp / "acked", proc)  # mid-chat, not still starting (a loaded machine)
         pg(False)
@@ -583,7 +583,7 @@ def bot_store_down(n: int, down_s: float = 4.0) -> Result:
         )
         env = env_for(tmp / "data", chroma_host="127.0.0.1", chroma_port=str(chroma.port),  # type: ignore[attr-defined]
                       job_backoff_base_s="0.5", job_backoff_max_s="3")  # fmt: skip
-        env.update({"GROUPMIND_CHAT__BUFFER_MAX": "4", "FAULT_BOT_DURABILITY": "async"})
+        env.update({"GROUPMIND_CHAT_STATES__BUFFER_MAX": "4", "FAULT_BOT_DURABILITY": "async"})
         proc = start_bot(env, tmp)
         wait_progress(tmp / "acked", proc)
         chroma(False)

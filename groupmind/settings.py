@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, Field, SecretStr, field_validator, model_validator
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from domain.limits import DEFAULTS, Limits
 from domain.scope import Sharing, check_api_key, check_bot_id, check_key_part
-from nodes.settings import ChatSettings, RankSettings, StructuredMode
+from nodes.settings import ChatRules, RankSettings, StructuredMode
 from stores.decay import Decay
 from stores.fusion import Fusion
 
@@ -62,6 +62,7 @@ class Settings(BaseSettings):
         env_file_encoding="utf-8",
         env_nested_delimiter="__",
         extra="ignore",
+        populate_by_name=True,
     )
 
     data_dir: Path = Field(
@@ -280,7 +281,13 @@ class Settings(BaseSettings):
 
     # Reply graph.
     rank: RankSettings = Field(default=RankSettings(), description="context selection")
-    chat: ChatSettings = Field(default=ChatSettings(), description="chat states and the plan")
+    # ``GROUPMIND_CHAT_*`` (one underscore) is the model; these are the chat-state rules.
+    # The old ``GROUPMIND_CHAT__*`` still reads, so a deployment's .env keeps working.
+    chat_states: ChatRules = Field(
+        default=ChatRules(),
+        validation_alias=AliasChoices("groupmind_chat_states", "groupmind_chat", "chat_states"),
+        description="chat states and the plan (formerly `CHAT__*`)",
+    )
     reply_history: int = Field(
         default=20,
         ge=0,

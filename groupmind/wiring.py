@@ -276,7 +276,7 @@ def tenant_deps(
         "limits": settings.limits_of(bot),
         "knobs": Knobs(
             rank=settings.rank,
-            chat_rules=settings.chat,
+            chat_rules=settings.chat_states,
             auto_top_k=settings.auto_top_k,
             reply_history=settings.reply_history,
         ),

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field, fields, replace
+from functools import cached_property
 from typing import Any, Protocol, Self, TypeVar
 
 from langchain_core.language_models import BaseChatModel
@@ -16,7 +17,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from domain.limits import DEFAULTS, Limits
 from domain.scope import ChatScope, ForgetTarget
 from nodes.model import Prices, StructuredOutput
-from nodes.settings import ChatSettings, RankSettings
+from nodes.settings import ChatRules, RankSettings
 from state.validation import InputError
 from stores.base import (
     BridgeJournal,
@@ -115,11 +116,11 @@ class Model:
 
 @dataclass(frozen=True, kw_only=True)
 class Knobs:
-    """The nodes' settings (``GROUPMIND_RANK__*``, ``GROUPMIND_CHAT__*``...); a run's
+    """The nodes' settings (``GROUPMIND_RANK__*``, ``GROUPMIND_CHAT_STATES__*``...); a run's
     ``Context`` may override some of them (``Context.auto_top_k``)."""
 
     rank: RankSettings = field(default_factory=RankSettings)
-    chat_rules: ChatSettings = field(default_factory=ChatSettings)
+    chat_rules: ChatRules = field(default_factory=ChatRules)
     auto_top_k: int = 3
     reply_history: int = 20  # a reply thread's history is pruned every this many runs (0: kept)
 
@@ -173,10 +174,11 @@ class Deps:
                     f"platform {platform!r} is not one of bot {self.limits.bot_id!r}'s ({mine})"
                 )
 
-    @property
+    @cached_property
     def validation(self) -> dict[str, object]:
         """The deployment's limits (typed) and its personas, as pydantic validation context
-        for inputs (``state.validation.context_limits``)."""
+        for inputs (``state.validation.context_limits``): built once per ``Deps`` (frozen:
+        its limits and personas never change under it); read, never changed."""
         return {"limits": self.limits, "persona_for": self.persona_for}
 
     def persona_for(self, platform: str, chat_type: str, chat_id: str) -> str:

@@ -1,6 +1,6 @@
 """Settings the nodes read (seed 002 and 004 knobs): plain pydantic models, filled from
 the deployment's settings (``groupmind.settings``) under ``GROUPMIND_RANK__*`` and
-``GROUPMIND_CHAT__*``."""
+``GROUPMIND_CHAT_STATES__*``."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ class RankSettings(BaseModel):
     )
 
 
-class ChatSettings(BaseModel):
+class ChatRules(BaseModel):
     """seed 002: chat states, willingness, re-planning, buffers, tools."""
 
     model_config = ConfigDict(frozen=True)

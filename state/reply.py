@@ -126,6 +126,8 @@ class PendingMessage(TypedDict):
     content: str
     timestamp: str
     from_bot: bool
+    # whose conversation it is: a persona switch hands the others' lines off (hand_off)
+    persona_id: NotRequired[str]
     # whom it answered or @-mentioned: the message replied to (and, as observe read it,
     # that message: {user_id, user_name, content}), the user ids it @s
     reply_to: NotRequired[str | None]

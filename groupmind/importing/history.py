@@ -3,7 +3,7 @@ events (a JSON list, ``get_group_msg_history``'s answer, or one event per line) 
 lines of groupmind's input messages.
 
 Messages are stored as the reply graph stores them (the bot's own lines as the bot's), and
-each chat's history is cut into buffers of ``CHAT__BUFFER_MAX`` messages, each handed off
+each chat's history is cut into buffers of ``CHAT_STATES__BUFFER_MAX`` messages, each handed off
 as the graph hands off a full buffer: one memory job per person who spoke in it. Buffers,
 and so job ids, follow from the file alone: a second run, or one after a crash, stores and
 queues only what is missing.

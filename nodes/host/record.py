@@ -10,7 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from nodes.deps import ReplyDeps
-from nodes.reply.hand_off import enqueue, jobs_from_buffer, recalled, record_usage, reply_summary
+from nodes.reply.hand_off import (
+    enqueue,
+    jobs_from_buffer,
+    recalled,
+    record_usage,
+    reply_summary,
+    switched_out,
+)
 from state.reply import Handled, ReplyState, current_message, handled
 from stores.base import ContextUsage, usage_id
 
@@ -18,20 +25,23 @@ from stores.base import ContextUsage, usage_id
 def recorded(state: ReplyState, deps: ReplyDeps) -> dict[str, Any]:
     answer = current_message(state)  # the bot's line, as observe stored it
     persona_id = state.get("persona_id", answer.persona_id)
-    pending = list(state.get("pending", []))
+    variants = state.get("memory_variants")
+    pending, switched = switched_out(
+        list(state.get("pending", [])), answer, persona_id, deps.validation, variants
+    )
     given = list(state.get("host_memory_ids") or [])
-    out: dict[str, Any] = {"host_memory_ids": [], "handed_off": []}
+    out: dict[str, Any] = {"host_memory_ids": [], "handed_off": enqueue(deps, switched)}
     parents = deps.messages.get(answer.stream, persona_id, [answer.reply_to or ""])
     if not parents or parents[0].from_bot:  # a line of the bot's that answers nobody
         if len(pending) < deps.knobs.chat_rules.buffer_max:
-            return out
-        jobs = jobs_from_buffer(pending, answer, persona_id, deps.validation)
-        return {**out, "handed_off": enqueue(deps, jobs), "pending": []}
+            return {**out, "pending": pending}
+        jobs = jobs_from_buffer(pending, answer, persona_id, deps.validation, variants=variants)
+        return {**out, "handed_off": out["handed_off"] + enqueue(deps, jobs), "pending": []}
     asked = parents[0]
     jobs = jobs_from_buffer(
         pending, answer, persona_id, deps.validation, answered_user=asked.user_id,
         action=reply_summary(asked.user_name, answer.content),
-        variants=state.get("memory_variants"),
+        variants=variants,
     )  # fmt: skip
     outcome: Handled = {"action": "text_reply", "reason": "the host answered",
                         "reply": answer.content, "memory_ids": given}  # fmt: skip
@@ -46,7 +56,7 @@ def recorded(state: ReplyState, deps: ReplyDeps) -> dict[str, Any]:
     deps.process.background.submit(recalled, deps, given, answer.when.timestamp())
     return {
         **out,
-        "handed_off": enqueue(deps, jobs),
+        "handed_off": out["handed_off"] + enqueue(deps, jobs),
         "pending": [],
         "handled": handled(state, asked.message_id, outcome),
     }

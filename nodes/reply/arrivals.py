@@ -69,6 +69,7 @@ def pending_of(
         content=m.content,
         timestamp=when,
         from_bot=from_bot or (isinstance(m, StoredMessage) and m.from_bot),
+        persona_id=m.persona_id,
         reply_to=m.reply_to,
         mentions=list(m.mentions),
     )

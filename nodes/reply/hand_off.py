@@ -102,6 +102,32 @@ def jobs_from_buffer(
     return jobs
 
 
+def switched_out(
+    pending: list[PendingMessage],
+    msg: ChatMessage,
+    persona_id: str,
+    context: Mapping[str, Any],
+    variants: Mapping[str, str] | None = None,
+) -> tuple[list[PendingMessage], list[MemoryJob]]:
+    """A persona switch (seed 001 §4.4): the buffer's lines of another persona go to memory
+    now, as that persona's, whatever this run decides; this persona's lines stay."""
+    mine = [p for p in pending if p.get("persona_id", persona_id) == persona_id]
+    others = [q for q in dict.fromkeys(p.get("persona_id", persona_id) for p in pending)
+              if q != persona_id]  # fmt: skip
+    jobs = [
+        job
+        for other in others
+        for job in jobs_from_buffer(
+            [p for p in pending if p.get("persona_id") == other],
+            msg,
+            other,
+            context,
+            variants=variants,
+        )  # fmt: skip
+    ]
+    return mine, jobs
+
+
 def _to(said: list[PendingMessage], inside: Mapping[str, str]) -> list[str]:
     """Whom these messages answered (their authors, in the buffer or as observe read them)
     and @-mentioned."""
@@ -138,11 +164,14 @@ def enqueue(deps: Deps, jobs: list[MemoryJob]) -> list[str]:
 def hand_off(state: ReplyState, ctx: Context, deps: ReplyDeps) -> HandOffWrites:
     msg = current_message(state)
     action = state.get("action", "no_reply")
-    pending = list(state.get("pending", []))
     persona_id = state.get("persona_id", msg.persona_id)
+    variants = state.get("memory_variants")
+    pending, switched = switched_out(
+        list(state.get("pending", [])), msg, persona_id, deps.validation, variants
+    )
     deps.process.foreground.leave(msg.stream)  # what follows is quick; memory may run after it
     out: HandOffWrites = {
-        "handed_off": list(state.get("handed_off", [])),
+        "handed_off": list(state.get("handed_off", [])) + enqueue(deps, switched),
         # the tool loop's conversation is this run's only: not kept on the thread
         "model_messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)],
     }
@@ -165,7 +194,7 @@ def hand_off(state: ReplyState, ctx: Context, deps: ReplyDeps) -> HandOffWrites:
         summary = "" if said.startswith(TEMPLATE_LABELS) else reply_summary(msg.user_name, said)
         jobs = jobs_from_buffer(
             pending, msg, persona_id, deps.validation, answered_user=msg.user_id,
-            action=summary, variants=state.get("memory_variants"),
+            action=summary, variants=variants,
         )  # fmt: skip
         deps.process.background.submit(record_usage, deps, usage_of(state, msg, said))
         # the memories the reply was given are recalled: they fade slower
@@ -173,9 +202,7 @@ def hand_off(state: ReplyState, ctx: Context, deps: ReplyDeps) -> HandOffWrites:
             recalled, deps, list(state.get("memory_ids", [])), msg.when.timestamp()
         )
     elif len(pending) >= deps.knobs.chat_rules.buffer_max:
-        jobs = jobs_from_buffer(
-            pending, msg, persona_id, deps.validation, variants=state.get("memory_variants")
-        )
+        jobs = jobs_from_buffer(pending, msg, persona_id, deps.validation, variants=variants)
     else:
         return {**out, "pending": pending}
     out["handed_off"] += enqueue(deps, jobs)
@@ -210,6 +237,7 @@ def _store_reply(deps: ReplyDeps, msg: ChatMessage, text: str, persona_id: str) 
         content=text,
         timestamp=when.isoformat(),
         from_bot=True,
+        persona_id=persona_id,
     )
 
 

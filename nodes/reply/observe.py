@@ -1,5 +1,6 @@
-"""observe: validate and store the message, find who it addresses, update interest, and
-on a persona switch hand the old persona's buffer off before going on (seed 001 §4.4).
+"""observe: validate and store the message, find who it addresses, update interest.
+A persona switch keeps the old persona's lines in the buffer, each under its persona:
+hand_off hands them off (seed 001 §4.4).
 
 A bad message fails here with the field and the reason, before anything is stored.
 """
@@ -15,10 +16,9 @@ from langgraph.types import Overwrite
 
 from nodes.deps import Deps, ReplyDeps
 from nodes.reply.arrivals import Seen, catch_up, journaled_before, pending_of, stored_message
-from nodes.reply.hand_off import enqueue, jobs_from_buffer
 from nodes.variants import memory_arms
 from state.context import Context
-from state.reply import ChatMessage, ReplyState, handled, run_start
+from state.reply import ChatMessage, PendingMessage, ReplyState, handled, run_start
 from state.validation import InputError, validated
 from stores.base import EventQuery, StoredMessage
 
@@ -108,11 +108,9 @@ def observe(state: ReplyState, ctx: Context, deps: ReplyDeps) -> ReplyState:
     # The memory graph's variants for jobs this run writes: they travel with each job.
     memory_variants = memory_arms(ctx.variants, None, deps)
     out["memory_variants"] = memory_variants
-    previous = state.get("persona_id")
-    if previous and previous != persona_id and pending:
-        jobs = jobs_from_buffer(pending, msg, previous, deps.validation, variants=memory_variants)
-        out["handed_off"] = enqueue(deps, jobs)
-        pending = []
+    if previous := state.get("persona_id"):  # lines buffered before lines knew their persona
+        pending = [p if "persona_id" in p else {**p, "persona_id": previous} for p in pending]
+    said_before = list(pending)
     thread_id, journaled = journaled_before(deps, msg)
     pending += catch_up([*journaled, *inbox[:-1]], msg, store, seen, deps)
 
@@ -145,7 +143,8 @@ def observe(state: ReplyState, ctx: Context, deps: ReplyDeps) -> ReplyState:
     )
     if not from_self:
         interest += INTEREST_MENTION * addressed + INTEREST_REPLY_TO_BOT * reply_to_bot
-        interest += INTEREST_QUESTION * question + INTEREST_TOPIC * _on_topic(state, stored)
+        on_topic = _on_topic(said_before, persona_id, stored)
+        interest += INTEREST_QUESTION * question + INTEREST_TOPIC * on_topic
     if first_time:
         pending.append(pending_of(msg, deps, from_self, parent[0] if parent else None))
     if thread_id is not None and deps.run_inbox is not None:
@@ -196,9 +195,11 @@ def memory_query(
     )
 
 
-def _on_topic(state: ReplyState, stored: StoredMessage) -> bool:
-    """Shares a keyword with what was said since the last hand-off: the talk goes on."""
-    recent = " ".join(p["content"] for p in state.get("pending", [])[-5:])
+def _on_topic(pending: list[PendingMessage], persona_id: str, stored: StoredMessage) -> bool:
+    """Shares a keyword with what was said (to this persona) since the last hand-off: the
+    talk goes on."""
+    mine = [p["content"] for p in pending if p.get("persona_id") == persona_id]
+    recent = " ".join(mine[-5:])
     return bool(recent) and any(k in recent.lower() for k in stored.keywords[:6])
 
 

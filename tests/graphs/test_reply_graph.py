@@ -197,6 +197,25 @@ def test_a_persona_switch_hands_off_the_old_buffer_first(deps: Deps) -> None:
     assert state["persona_id"] == "cat" and [p["content"] for p in state["pending"]] == ["换个话题"]
 
 
+def test_a_switch_on_the_bots_own_line_keeps_the_old_buffer_until_a_hand_off(
+    deps: Deps,
+) -> None:
+    chat = Chat(deps)
+    chat.send(message("我下周三去北京", persona_id="tech"))
+    own = chat.send(message("好的", user_id=deps.limits.bot_id, persona_id="cat"))
+    assert own["handed_off"] == []  # the bot's own line ends at observe: nothing handed off
+    kept = chat.state(message("x"))["pending"]
+    assert [(p["content"], p.get("persona_id")) for p in kept] == [
+        ("我下周三去北京", "tech"),
+        ("好的", "cat"),
+    ]
+    later = chat.send(message("换个话题", persona_id="cat"))
+    payloads = [deps.jobs.get(i).payload for i in later["handed_off"]]  # type: ignore[union-attr]
+    assert [(p["persona_id"], p["new_info"]) for p in payloads] == [("tech", "我下周三去北京")]
+    left = chat.state(message("x"))["pending"]
+    assert [p["content"] for p in left] == ["好的", "换个话题"]
+
+
 def test_newer_messages_make_it_plan_again(deps: Deps) -> None:
     chat = Chat(deps)
     first = message("@bot 帮我查一下", **BOT)

@@ -56,7 +56,7 @@ class Groupmind:
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
         self.port = free_port()
-        self.env = {"GROUPMIND_BOTS": json.dumps(BOTS), "GROUPMIND_CHAT__BUFFER_MAX": "4"}
+        self.env = {"GROUPMIND_BOTS": json.dumps(BOTS), "GROUPMIND_CHAT_STATES__BUFFER_MAX": "4"}
         self._run: Iterator[Any] | None = None
         self.url = f"http://127.0.0.1:{self.port}"
 
