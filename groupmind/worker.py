@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -208,12 +208,7 @@ class MemoryWorker:
         self.settings = settings
         base = context or Context()
         # Resolve every slot's variant once, so the run metadata names the exact arm.
-        self.context = Context(
-            persona_id=base.persona_id,
-            variants=memory_arms(base.variants, None, deps),
-            max_gate_attempts=base.max_gate_attempts,
-            auto_top_k=base.auto_top_k,
-        )
+        self.context = replace(base, variants=memory_arms(base.variants, None, deps))
         self.worker_id = worker_id or f"{socket.gethostname()}:{os.getpid()}"
         self.leases = LeaseKeeper(self.worker_id, settings.job_lease_s)
         self.clock = clock
