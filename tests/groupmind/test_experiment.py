@@ -42,14 +42,16 @@ def test_a_malformed_arm_is_refused_saying_why(text: str, says: str) -> None:
 def test_an_arm_setting_that_is_no_setting_is_refused_by_name(tmp_path: Path) -> None:
     base = Settings(_env_file=None, data_dir=tmp_path)  # type: ignore[call-arg]
     good = arm_settings(
-        base, parse_arm("a:search.zh.dense=0.25,chat.willingness_chat=1", SLOTS), tmp_path / "a"
+        base,
+        parse_arm("a:search.zh.dense=0.25,chat_states.willingness_chat=1", SLOTS),
+        tmp_path / "a",
     )
     assert (good.search.zh.dense, good.search.zh.lexical) == (0.25, base.search.zh.lexical)
-    assert good.chat.willingness_chat == 1.0 and good.data_dir == tmp_path / "a"
+    assert good.chat_states.willingness_chat == 1.0 and good.data_dir == tmp_path / "a"
     with pytest.raises(InputError, match="'search.zh.dens' is neither a node slot nor a setting"):
         arm_settings(base, parse_arm("a:search.zh.dens=1", SLOTS), tmp_path / "b")
-    with pytest.raises(InputError, match="arm a: chat.willingness_chat"):
-        arm_settings(base, parse_arm("a:chat.willingness_chat=7", SLOTS), tmp_path / "c")
+    with pytest.raises(InputError, match="arm a: chat_states.willingness_chat"):
+        arm_settings(base, parse_arm("a:chat_states.willingness_chat=7", SLOTS), tmp_path / "c")
 
 
 def test_a_baseline_must_be_an_arm(tmp_path: Path) -> None:

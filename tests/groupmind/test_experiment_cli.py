@@ -135,7 +135,7 @@ bootstrap = 200
 [arms.base]
 variants = {{ plan = "rules" }}
 [arms.eager]
-settings = {{ chat = {{ willingness_chat = 1.0 }} }}
+settings = {{ chat_states = {{ willingness_chat = 1.0 }} }}
 """)
     cli = cli_on(tmp_path / "data")
     report = report_of(cli("--data-dir", str(tmp_path / "data"), "experiment", "--spec",
