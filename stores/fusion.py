@@ -34,6 +34,12 @@ class Weights(BaseModel):
     time: float = Field(
         default=0.5, ge=0, description='the lift of memories from the span it is about ("上周")'
     )
+    named: float = Field(
+        default=0.5,
+        ge=0,
+        description="for a question naming a member: the weight of one more dense ranking, "
+        "of the question with their names kept (the other sides read it without; 0: off)",
+    )
     # off: on questions naming two people, any weight lowered recall, since every turn
     # of a dialogue answers the one before (docs/benchmarks/constants.md)
     between: float = Field(

@@ -311,18 +311,20 @@ class HybridEventStore:
                 focus = self._stepping_aside(focus, query)
         if focus.dense_text != guess.dense_text:
             embedding = self._embedded.get(focus.dense_text)
+        named = self._embedded.get(focus.named_text) if w.named and focus.named_text else None
         lexical = self._pool.submit(
             self.lexical.search, replace(wide, text=focus.lexical_text), members
         )
         records: dict[str, EventRecord] = {}
         dense = self._dense(wide, members, embedding.result(), records)
+        as_named = self._dense(wide, members, named.result(), records) if named else []
         keyword = lexical.result()
         for hit in keyword:
             records.setdefault(hit.event.id, hit.event)
         fused: dict[str, float] = defaultdict(float)
-        rankings = (dense, [h.event.id for h in keyword])
+        rankings = (dense, [h.event.id for h in keyword], as_named)
         f = self.fusion
-        for weight, ranking in zip((w.dense, w.lexical), rankings, strict=True):
+        for weight, ranking in zip((w.dense, w.lexical, w.named), rankings, strict=True):
             for rank, event_id in enumerate(ranking):
                 fused[event_id] += weight / (f.rrf_k + rank + 1)
         if (focus.user_ids and w.person) or (query.about and w.time):

@@ -30,6 +30,9 @@ class Focus:
     dense_text: str = ""
     # the people it names when it asks what passed between them (no lift then: their ties)
     between: frozenset[str] = frozenset()
+    # the question with the members it names kept (the asker's 我 / I out), for one more
+    # dense side: e5 places a name well ("" when it names nobody but the asker)
+    named_text: str = ""
 
     def about(self, user_id: str, text: str) -> bool:
         """A memory of one of them, or naming one."""
@@ -93,9 +96,13 @@ def focus_of(text: str, names: dict[str, str], asker_id: str | None, asker_name:
     if asker_id in ids:
         forms.update(name_forms(asker_name))
     content = " ".join(content.split()) if ids and content.strip() else text
+    named = ""
+    if ids - {asker_id}:
+        named = EN_FIRST.sub(" ", ZH_FIRST.sub(" ", text)) if asker_id in ids else text
     return Focus(
         user_ids=frozenset(ids),
         names=tuple(sorted(forms, key=len, reverse=True)),
         lexical_text=content,
         dense_text=content,
+        named_text=" ".join(named.split()),
     )

@@ -29,6 +29,16 @@ def test_a_name_leaves_the_keyword_query_and_my_means_the_asker() -> None:
     assert focus_of("我们去吃饭吧", names, "u2", "莉莉").user_ids == frozenset()  # 我们 is not me
 
 
+def test_the_named_dense_side_reads_the_question_with_the_members_it_names() -> None:
+    names = {"小明": "u1", "莉莉": "u2"}
+    assert focus_of("小明最近在玩什么游戏", names, None, "").named_text == "小明最近在玩什么游戏"
+    both = focus_of("我和小明上次去哪玩了", names, "u2", "莉莉")
+    assert both.user_ids == {"u1", "u2"} and both.named_text == "和小明上次去哪玩了"
+    # only the asker: nobody else's name to place, no further side
+    assert focus_of("我上次说想去哪里旅游？", names, "u2", "莉莉").named_text == ""
+    assert focus_of("北京好玩吗", names, "u2", "莉莉").named_text == ""
+
+
 def event(i: str, uid: str, name: str, text: str) -> EventRecord:
     return EventRecord(id=i, text=text, timestamp=1e9, user_id=uid, user_name=name,
                        platform="qq", chat_type="group", chat_id="g1", persona_id="default")  # fmt: skip
