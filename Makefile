@@ -170,6 +170,7 @@ bench-model: setup model
 # Profile slots in DuLeMon's conversation turns: hand labels, a development and a test part.
 bench-slots: setup
 	$(BIN)/python -m benchmarks.turn_slots $(ARGS)
+	$(BIN)/python -m benchmarks.msc_slots $(ARGS)
 
 bench-memory: setup mem0-venv
 	$(BIN)/python -m benchmarks.memory $(ARGS)

@@ -61,6 +61,13 @@ class OtherWeights(Weights):
     person: float = Field(
         default=0.5, ge=0, description="the lift of memories of a person the question names"
     )
+    # LoCoMo has two speakers, so a name narrows little (docs/benchmarks/constants.md)
+    named: float = Field(
+        default=0.25,
+        ge=0,
+        description="for a question naming a member: the weight of one more dense ranking, "
+        "of the question with their names kept (0: off)",
+    )
 
 
 class Fusion(BaseModel):

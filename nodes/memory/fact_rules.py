@@ -17,7 +17,10 @@ from dataclasses import dataclass
 from stores.text import PLACE_POS, tagged
 
 SELF, ADDRESSEE = "\0self", "\0addressee"
-_CLAUSE = re.compile(r"[^，,；;。！？!?\n…~～]+[，,；;。！？!?\n…~～]*")
+# a full stop ends an English sentence when a space or the end follows (3.5 does not)
+_CLAUSE = re.compile(
+    r"(?:[^，,；;。！？!?\n…~～.]|\.(?!\s|$))+(?:[，,；;。！？!?\n…~～]|\.(?=\s|$))*"
+)
 _ZH_SUBJECT = re.compile(
     r"^(?:其实|现在|我说|对了|嗯|哦|啊|哈哈|不过|而且|所以|但是)?\s*(我|你|您)(?!们)"
 )
@@ -41,6 +44,20 @@ JOB_WORDS = (
 )
 _N = r"[0-9一二两三四五六七八九十]"
 _V = r"([^，,。！？!?\s]{2,16}?)"
+_EN_END = (
+    r"(?=[,.!?;]|$| and | with | now| where | but\b| so | for | since | because | too| \d"
+    r"| around | about | last | ago| sometimes| as an? | in sales| by )"
+)
+# where someone lives is a place, not their dwelling (a condo, a new apartment)
+_EN_DWELLING = re.compile(
+    r"\b(?:apartment|condo|house|home|flat|dorm|trailer|building|room|basement)s?$", re.I
+)
+_EN_VAGUE = re.compile(
+    r"^(?:my ?self|your ?self|him|her|them|it|here|there|this|that|mine|yours)$"
+    r"|^(?:those|these|it|that|this|doing that|just about|everything|anything|the game)\b"
+    r"|\b(?:there|here)$",
+    re.I,
+)
 _END = r"(?:吧|啊|呀|哦|嘛|了)?(?:[，,。！!～~]|$)"  # the value ends the clause
 _PETS = "猫|狗|猫咪|狗狗|小狗|小猫|兔子|仓鼠|鹦鹉|鱼|龟|蛇|马|泰迪|金毛|柯基|哈士奇|牧羊犬|柴犬|布偶猫|英短|橘猫"
 _KIN = (
@@ -95,6 +112,16 @@ _OWNED = re.compile(
     rf"(?:(表|堂)(哥|姐|弟|妹)|({_PARTNERS})|({_KIN}|爸|妈|哥|姐|弟|妹)|({_OWNED_PETS}))"
     r"(?![们妹弟子])"
 )
+# my wife, your kids, my dog: the English owned, a denial just before excepted (not my wife)
+_EN_PARTNERS = {"wife", "husband", "boyfriend", "girlfriend", "fiance", "fiancé", "fiancee"}
+_EN_PETS = {"dog", "dogs", "cat", "cats", "puppy", "kitten"}
+_EN_KIN = "son|daughter|kids|children|sister|brother|grandkids|grandchildren"  # not a parent: everyone had one
+_EN_OWNED = re.compile(
+    r"\b(my|your) (?:little |older |younger |big |baby |two |three |oldest |youngest )?"
+    rf"({'|'.join(sorted(_EN_PARTNERS | _EN_PETS, key=len, reverse=True))}|{_EN_KIN})\b(?!['’]s? (?:friend|house))",
+    re.I,
+)
+_EN_NOT_OWNED = re.compile(r"(?:\bnot|n't|\bno|\bbe|\blike|divorced|divorce from) $", re.I)
 _NOT_OWNED = re.compile(r"我的(?:妈|天|娘|乖乖)|你(?:妈|大爷|娘)(?:的|逼|个|呀)|姐妹|哥们|兄弟")
 
 ZH_LIKE = (
@@ -103,19 +130,35 @@ ZH_LIKE = (
 )  # fmt: skip
 PLACE_SLOTS = {"location", "hometown"}
 
-_EN_SUBJECT = re.compile(r"^\s*(?:(?:so|and|but|well|oh|actually|yeah|um),?\s+)?(I(?:'m|’m)?|you(?:'re|’re)?|my|your)\b", re.I)  # fmt: skip
+_EN_JOBS = (
+    "bartender|inventor|worker|assistant|homemaker|housewife|freelancer|entrepreneur|mechanic"
+    "|paralegal|librarian|veterinarian|vet|plumber|farmer|baker|cashier|pharmacist|dentist"
+    "|therapist|photographer|producer|carpenter|electrician|firefighter|pilot|soldier|officer"
+    "|realtor|consultant|analyst|coach|instructor|professor|secretary|janitor|driver|barista"
+    "|hairdresser|stylist|blogger|singer|dancer|painter|journalist|editor|tutor|surgeon"
+    "|paramedic|accountant|banker|clerk|guard|ranger|lifeguard|trainer|scientist"
+)
+# I'm a great singer, an awful cook: a skill, not a job
+_EN_SKILL = "(?:awful|great|good|bad|terrible|decent|big|huge|amateur|love|wannabe|aspiring)"
+_EN_SUBJECT = re.compile(
+    r"^\s*(?:(?:so|and|but|well|oh|actually|yeah|yes|no|um|hi|hello|hey|lol|haha|ok|okay|sure"
+    r"|cool|nice|wow|honestly|also|now|currently),?\s+)?(I(?:'m|’m| m)?|Im|you(?:'re|’re)?|my|your)\b",
+    re.I,
+)
 EN_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("age", re.compile(r"^(?:'m|’m| am)\s+(\d{1,3})(?: years old|\b)")),
     ("age", re.compile(r"^(?:'re|’re| are)\s+(\d{1,3})(?: years old|\b)")),
     ("star_sign", re.compile(r"^(?:'m|’m| am|'re| are) an? (Aries|Taurus|Gemini|Cancer|Leo|Virgo|Libra|Scorpio|Sagittarius|Capricorn|Aquarius|Pisces)\b")),
-    ("job", re.compile(r"^(?: work as|'m|’m| am|'re| are) an? ((?:[a-z]+ ){0,2}(?:engineer|teacher|developer|programmer|nurse|doctor|designer|student|artist|writer|lawyer|manager|counselor|chef|musician|scientist|accountant|actor|actress|waitress|waiter|paleontologist|chef|masseuse|model|nanny))\b")),
-    ("workplace", re.compile(r"^ work (?:at|for) ([A-Z][^,.!?]{1,40}?)(?=[,.!?]|$| as )")),
-    ("location", re.compile(r"^ (?:live|lives) in ([A-Z][\w ]{1,30}?)(?=[,.!?]|$| and | with | now)")),
-    ("location", re.compile(r"^ (?:just )?moved to ([A-Z][\w ]{1,30}?)(?=[,.!?]|$| and | last | in | with )")),
-    ("hometown", re.compile(r"^(?:'m|’m| am|'re| are) (?:originally )?from ([A-Z][\w ]{1,30}?)(?=[,.!?]|$| and | but )")),
+    ("job", re.compile(rf"^(?: work as|'m|’m| am|'re| are) (?:just |actually |now )?an? (?!{_EN_SKILL} )((?:[a-z]+ ){{0,2}}(?:engineer|teacher|developer|programmer|nurse|doctor|designer|student|artist|writer|lawyer|manager|counselor|chef|musician|scientist|accountant|actor|actress|waitress|waiter|paleontologist|chef|masseuse|model|nanny|{_EN_JOBS}))\b")),
+    ("workplace", re.compile(r"^ (?:work|am working) (?:at|for) ((?:an? |the )?\w[\w'& ]{1,40}?)(?=[,.!?]|$| as | and | so | but )", re.I)),
+    ("location", re.compile(r"^ (?:currently |still |now )?(?:live|lives|am living) in ((?:the )?\w[\w' ]{1,30}?)" + _EN_END, re.I)),
+    ("location", re.compile(r"^ (?:just |recently )?moved to ((?:the )?\w[\w' ]{1,30}?)" + _EN_END, re.I)),
+    ("hometown", re.compile(r"^(?:'m|’m| am|'re| are) (?:originally |actually )?from ((?:the )?\w[\w' ]{1,30}?)" + _EN_END, re.I)),
+    ("hometown", re.compile(r"^ grew up in ((?:the )?\w[\w' ]{1,30}?)" + _EN_END, re.I)),
+    ("partner", re.compile(r"^(?:'m|’m| am) (married|engaged)\b")),
     ("birthday", re.compile(r"^ birthday is (?:on )?((?:[A-Z][a-z]+ \d{1,2}(?:st|nd|rd|th)?)|(?:\d{1,2}(?:st|nd|rd|th)? (?:of )?[A-Z][a-z]+))")),
     ("partner", re.compile(r"^ (?:boyfriend|girlfriend|husband|wife|fianc[eé]e?|partner)(?:'s name)? is ([A-Z][a-z]+)")),
-    ("pet", re.compile(r"^ have an? ((?:[a-z]+ )?(?:dog|cat|puppy|kitten|rabbit|hamster|parrot|turtle))(?: named ([A-Z][a-z]+))?")),
+    ("pet", re.compile(r"^ (?:have|own) (?:an?|one|two|three|four|\d) ((?:[a-z]+ )?(?:dog|cat|pupp(?:y|ies)|kitten|rabbit|hamster|parrot|turtle|bird|horse|lizard|snake)s?)(?: named ([A-Z][a-z]+))?")),
     ("dislike", re.compile(r"^ (?:hate|can't stand|dislike|don't like) ([a-z][a-z ]{2,30}?)(?=[,.!?]|$| and | so )")),
     ("job", re.compile(r"^ work as (?:an? )?([^,.!?]{2,40}?)(?= at |[,.!?]|$)")),
     ("job", re.compile(r"^ job is ([^,.!?]{2,40})")),
@@ -123,11 +166,12 @@ EN_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("dream", re.compile(r"^ dream is (?:to )?([^,.!?]{3,60})")),
     ("dream", re.compile(r"^(?:'ve|’ve| have) always wanted to ([^,.!?]{3,60})")),
     ("dream", re.compile(r"^ (?:want|hope|plan) to become (?:an? )?([^,.!?]{2,40})")),
-    ("family", re.compile(r"^ have (?:a|an|one|two|three|\d) (?:little |older |younger )?(sister|brother|son|daughter|kids?|children|husband|wife)s?\b")),
+    ("family", re.compile(r"^ have (?:a|an|one|two|three|four|five|\d )?\s?(?:little |older |younger |grown |young |twin )?(sister|brother|son|daughter|kid|child|children|grandchild|grandchildren|twin|husband|wife)s?\b")),
     ("family", re.compile(r"^ (son|daughter|sister|brother|mom|mother|dad|father)(?:'s name)? is ([A-Z][a-z]+)")),
 )  # fmt: skip
 EN_LIKE = re.compile(
-    r"^ (?:really |also )?(?:love|like|enjoy|adore) ([a-z][a-z ]{2,30}?)(?=[,.!?]|$| and | with | so )"
+    r"^ (?:really |also |just |do |still )?(?:love|like|enjoy|adore) ([a-z][a-z ]{2,30}?)"
+    r"(?=[,.!?]|$| and | with | so | too\b| though| anyway| like you| but\b| because | when )"
 )
 
 
@@ -141,7 +185,8 @@ class Stated:
 
 
 def acceptable(kind: str, value: str) -> bool:
-    """A value a profile may hold: no pronoun, no place word, nothing a question left."""
+    """A value a profile may hold: no pronoun, no place word, nothing a question left, no
+    dwelling for a place."""
     v = value.strip()
     if not v or len(v) > 40 or _PRONOUN_VALUE.match(v) or _PLACE_WORD.search(v):
         return False
@@ -149,6 +194,8 @@ def acceptable(kind: str, value: str) -> bool:
         return False
     if kind == "partner" and re.search(f"(?:{JOB_WORDS})$", v):
         return False  # 跟厨师在一起: a job, not who
+    if _EN_VAGUE.search(v) or (kind in PLACE_SLOTS and _EN_DWELLING.search(v)):
+        return False
     if kind in PLACE_SLOTS and any("\u4e00" <= c <= "\u9fff" for c in v):
         return any(flag in PLACE_POS or flag == "nt" for _, flag, _ in tagged(v))
     return True
@@ -160,7 +207,7 @@ def _clauses(text: str) -> Iterator[tuple[str, bool]]:
     for m in _CLAUSE.finditer(text):
         clause = m.group(0)
         yield clause, fresh
-        fresh = clause[-1:] in "。！？!?\n…~～"
+        fresh = clause.rstrip(" ")[-1:] in "。！？!?\n…~～."
 
 
 def stated(text: str, names: tuple[str, ...] = ()) -> list[Stated]:
@@ -201,6 +248,12 @@ def corrected(denied: str, instead: str) -> str:
 
 def owned(text: str) -> Iterator[tuple[str, str, str]]:
     """(owner, kind, value) of the kin, partners and pets a text says someone has."""
+    for m in _EN_OWNED.finditer(text):
+        if not _EN_NOT_OWNED.search(text[max(0, m.start() - 16) : m.start()]):
+            owner = SELF if m.group(1).lower() == "my" else ADDRESSEE
+            word = m.group(2).lower()
+            kind = "partner" if word in _EN_PARTNERS else "pet" if word in _EN_PETS else "family"
+            yield owner, kind, word
     if _NOT_OWNED.search(text):
         return
     for m in _OWNED.finditer(text):
@@ -225,6 +278,7 @@ def _subject(clause: str, names: tuple[str, ...]) -> tuple[str, str | None]:
     if m := _EN_SUBJECT.match(clause):
         word = m.group(1).lower().replace("’", "'")
         rest = clause[m.end(1) :]
+        word = "i'm" if word in ("im", "i m") else word
         if word in ("i'm", "you're"):
             rest = (" am" if word == "i'm" else " are") + rest
         if word in ("my", "your"):

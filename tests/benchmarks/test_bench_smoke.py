@@ -203,3 +203,18 @@ def test_bench_chroma_shards_smoke(tmp_path: Path) -> None:
     assert sorted(found["recall10"]) == sorted(found["times"])
     assert min(sum(r) / len(r) for r in found["recall10"].values()) >= 0.8
     assert "a chat's dense search" in out
+
+
+def test_bench_msc_slots_reads_the_annotators_lines_and_scores_both_parts() -> None:
+    from benchmarks.msc_slots import DATA, gold_of
+
+    needs(DATA)
+    assert gold_of("I live in Chicago. I like football.") == {
+        "location": ["Chicago"],
+        "like": ["football"],
+    }
+    found = json.loads(bench("msc_slots", "--json"))
+    for split in ("dev", "test"):
+        total = found[split]["all"]
+        assert total["gold"] > 500 and 0 < total["found"] <= total["gold"]
+        assert 0 < total["right"] <= total["learned"]

@@ -148,3 +148,55 @@ def test_a_correction_states_what_follows_the_denial(
 def test_what_the_speaker_likes_said_of_it() -> None:
     assert likes("我今天去钓鱼了，钓鱼是我和爸爸都喜欢的活动") == ["钓鱼"]
     assert likes("他是我最喜欢的歌手") == []  # a person, not a taste
+
+
+def mine(text: str) -> set[tuple[str, str]]:
+    return {(f.type, f.value) for f in stated(text) if f.subject == SELF}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Do you live in the states? I live in california..", ("location", "california")),
+        ("Hello I am living in usa.", ("location", "usa")),
+        ("Brrrrr, I am from north carolina myself.", ("hometown", "north carolina myself")),
+        ("I moved to the us around 12 years ago.", ("location", "the us")),
+        ("Im a freelance programmer.", ("job", "freelance programmer")),
+        ("I work at a doctor's office as an assistant.", ("workplace", "a doctor's office")),
+        ("I have two dogs who love steaks like me.", ("pet", "dogs")),
+        ("I'm married with two kids.", ("partner", "married")),
+        ("My wife is a lawyer and yourself?", ("partner", "wife")),
+        ("Stuff for my kids and knick knacks.", ("family", "kids")),
+    ],
+)
+def test_english_talk_in_lower_case_and_the_owned_fill_slots(
+    text: str, expected: tuple[str, str]
+) -> None:
+    assert expected in mine(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I live in a condo by myself.",  # a dwelling, not a place
+        "I am a great singer.",  # a skill, not a job
+        "I work for myself.",
+        "Yeah they do, I moved there after my divorce from my wife.",
+        "That is not my wife.",
+        "I talked to my mom today.",  # everyone has one: no fact
+    ],
+)
+def test_dwellings_skills_and_denials_fill_no_slot(text: str) -> None:
+    assert not {kind for kind, _ in mine(text)} & {
+        "location",
+        "job",
+        "workplace",
+        "partner",
+        "family",
+    }
+
+
+def test_an_english_sentence_is_a_clause_of_its_own() -> None:
+    assert likes("Aww that's really cute. I love cats too.") == ["cats"]
+    assert likes("Neighboring state. I like the weather there..") == []
+    assert likes("It costs 3.5 dollars. I like it.") == []  # 3.5 is no sentence end; it no like
