@@ -17,7 +17,6 @@ Dialogues 0-249 are the development part; 250 on the test part, never read to ch
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from collections.abc import Iterator
@@ -28,6 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.common import SHARED_DATA, machine
+from benchmarks.turn_slots import split_args
 from nodes.memory.fact_rules import SELF, likes, stated
 
 DATA = SHARED_DATA / "msc" / "msc_personasummary" / "session_1" / "test.txt"
@@ -136,12 +136,7 @@ def score(split: str, show: bool = False) -> dict[str, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--split", default="both", choices=("dev", "test", "both"))
-    parser.add_argument("--show", action="store_true", help="each miss and wrong value")
-    parser.add_argument("--json", action="store_true", help="the figures as one JSON object")
-    args = parser.parse_args()
-    splits = ("dev", "test") if args.split == "both" else (args.split,)
+    args, splits = split_args(__doc__.split("\n\n")[0])
     if args.json:
         print(json.dumps({split: score(split) for split in splits}))
         return

@@ -171,13 +171,18 @@ def score(split: str, show: bool = False) -> dict[str, float | int]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def split_args(description: str) -> tuple[argparse.Namespace, tuple[str, ...]]:
+    """A slots bench's options (``--split``, ``--show``, ``--json``) and the parts to score."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--split", default="both", choices=("dev", "test", "both"))
     parser.add_argument("--show", action="store_true", help="each miss and wrong value")
     parser.add_argument("--json", action="store_true", help="the figures as one JSON object")
     args = parser.parse_args()
-    splits = ("dev", "test") if args.split == "both" else (args.split,)
+    return args, ("dev", "test") if args.split == "both" else (args.split,)
+
+
+def main() -> None:
+    args, splits = split_args(__doc__.split("\n\n")[0])
     if args.json:
         print(json.dumps({split: score(split) for split in splits}))
         return

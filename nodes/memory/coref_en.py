@@ -1,9 +1,11 @@
 """Whom he / she / they stand for in English words among many people.
 
 The person mentioned last that fits: a known name (of either gender: it is not known), or
-a relation someone owns ("my brother" in the speaker's words, "Caroline's mom"), whose
-gender says which pronoun it can be ("her" is never a brother). First the words before the
-pronoun, then the recent messages, newest first: the people they name, else who said them.
+a relation or a pet someone owns ("my brother" in the speaker's words, "Caroline's mom";
+"your pups" in what the one answered said), whose gender says which pronoun it can be
+("her" is never a brother); "the pups" are nobody's (a thing said between may be meant).
+First the words before the pronoun, then the recent messages, newest first: the people
+they name, else who said them.
 The speaker and the one spoken to are never he or she (they are I and you). "They" is a
 relation that is many ("my kids") or two people or more named together. A pronoun whose
 text says before it what it stands for ("these books… find them", "the main character…
@@ -25,10 +27,12 @@ FEMALE = ("sister", "daughter", "mom", "mum", "mother", "wife", "girlfriend", "g
           "grandmother", "aunt", "niece", "stepdaughter", "stepmother")  # fmt: skip
 EITHER = ("best friend", "friend", "partner", "boss", "coworker", "co-worker", "colleague",
           "roommate", "neighbor", "neighbour", "teacher", "cousin", "kid", "child", "baby",
-          "mentor", "therapist", "doctor", "classmate")  # fmt: skip
+          "mentor", "therapist", "doctor", "classmate",
+          "dog", "puppy", "pup", "cat", "kitten", "pet")  # fmt: skip
 MANY = ("kids", "children", "parents", "friends", "family", "siblings", "brothers", "sisters",
         "coworkers", "colleagues", "neighbors", "neighbours", "grandparents", "cousins",
-        "classmates", "folks", "in-laws")  # fmt: skip
+        "classmates", "folks", "in-laws", "dogs", "puppies", "pups", "cats", "kittens",
+        "pets")  # fmt: skip
 _KIN = "|".join(sorted((*MALE, *FEMALE, *EITHER, *MANY), key=len, reverse=True))
 # the pronoun's gender: m, f, or p (they)
 PRONOUNS = {"he": "m", "him": "m", "his": "m", "she": "f", "her": "f", "hers": "f",
@@ -75,9 +79,9 @@ def _mentions(
         for m in re.finditer(pattern, text, re.IGNORECASE):
             owner = m.group(1)
             lower = owner.lower()
+            relation = m.group(2).lower()
             who = {"my": speaker, "our": speaker, "your": addressee}.get(lower, owner[:-2])
             if who:
-                relation = m.group(2).lower()
                 found.append((m.start(), f"{who}'s {relation}", gender(relation)))
     return sorted(found)
 
@@ -107,7 +111,9 @@ def who(pronoun: str, before: str, scene: Scene, bound: bool = False) -> str | N
         return None
     by = scene.earlier_by or ("",) * len(scene.earlier)
     for text, speaker in zip(scene.earlier, by, strict=False):
-        mentioned = _mentions(text, scene, speaker)
+        # what the one answered said was said to the speaker: their "your" is the speaker's
+        to = scene.speaker if speaker == scene.addressee else ""
+        mentioned = _mentions(text, scene, speaker, to)
         if people := [m for m in mentioned if m[1] not in not_them]:
             return _fits(pronoun.lower(), people)
         if not mentioned and speaker and speaker not in not_them:

@@ -241,6 +241,9 @@ def test_a_few_days_ago_is_written_so_the_gate_passes_it() -> None:
         ("She told me about it", ("Melanie, how was it?",), "She told Caroline about it"),
         # reflexives are bound in their clause
         ("My son hurt himself", (), "Caroline's son hurt himself"),
+        # pets are owned as kin are
+        ("Seeing them happy fills my heart", ("My dogs go crazy for frisbee",),
+         "Seeing Jon's dogs happy fills Caroline's heart"),
     ],
 )  # fmt: skip
 def test_english_he_she_they_are_the_last_person_who_fits(
@@ -252,6 +255,20 @@ def test_english_he_she_they_are_the_last_person_who_fits(
     assert absolutize(text, scene) == expected
     unresolved = [f.text for f in find_relative(expected, scene.names)]
     assert unresolved == ([] if "She told" not in expected else ["She"])
+
+
+def test_your_in_what_the_one_answered_said_is_the_speakers() -> None:
+    """Melanie asked Caroline about "your pups"; Caroline, answering her, says "them"."""
+    scene = Scene(MONDAY, "Caroline", "Melanie", "群", "the group chat Tech",
+                  names=("Caroline", "Melanie", "Jon"),
+                  earlier=("Do you take your pups on road trips?",), earlier_by=("Melanie",))  # fmt: skip
+    assert absolutize("I take them on road trips", scene) == (
+        "Caroline take Caroline's pups on road trips"
+    )
+    by_another = Scene(MONDAY, "Caroline", "Melanie", "群", "the group chat Tech",
+                       names=("Caroline", "Melanie", "Jon"),
+                       earlier=("Do you take your pups on road trips?",), earlier_by=("Jon",))  # fmt: skip
+    assert absolutize("I take them on road trips", by_another) == "Caroline take them on road trips"
 
 
 @pytest.mark.parametrize(
