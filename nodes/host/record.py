@@ -26,19 +26,20 @@ def recorded(state: ReplyState, deps: ReplyDeps) -> dict[str, Any]:
     answer = current_message(state)  # the bot's line, as observe stored it
     persona_id = state.get("persona_id", answer.persona_id)
     variants = state.get("memory_variants")
-    pending, switched = switched_out(
+    pending, jobs = switched_out(
         list(state.get("pending", [])), answer, persona_id, deps.validation, variants
     )
     given = list(state.get("host_memory_ids") or [])
-    out: dict[str, Any] = {"host_memory_ids": [], "handed_off": enqueue(deps, switched)}
+    out: dict[str, Any] = {"host_memory_ids": []}
     parents = deps.messages.get(answer.stream, persona_id, [answer.reply_to or ""])
     if not parents or parents[0].from_bot:  # a line of the bot's that answers nobody
-        if len(pending) < deps.knobs.chat_rules.buffer_max:
-            return {**out, "pending": pending}
-        jobs = jobs_from_buffer(pending, answer, persona_id, deps.validation, variants=variants)
-        return {**out, "handed_off": out["handed_off"] + enqueue(deps, jobs), "pending": []}
+        if len(pending) >= deps.knobs.chat_rules.buffer_max:
+            jobs += jobs_from_buffer(pending, answer, persona_id, deps.validation,
+                                     variants=variants)  # fmt: skip
+            pending = []
+        return {**out, "handed_off": enqueue(deps, jobs), "pending": pending}
     asked = parents[0]
-    jobs = jobs_from_buffer(
+    jobs += jobs_from_buffer(
         pending, answer, persona_id, deps.validation, answered_user=asked.user_id,
         action=reply_summary(asked.user_name, answer.content),
         variants=variants,
@@ -56,7 +57,7 @@ def recorded(state: ReplyState, deps: ReplyDeps) -> dict[str, Any]:
     deps.process.background.submit(recalled, deps, given, answer.when.timestamp())
     return {
         **out,
-        "handed_off": out["handed_off"] + enqueue(deps, jobs),
+        "handed_off": enqueue(deps, jobs),
         "pending": [],
         "handled": handled(state, asked.message_id, outcome),
     }

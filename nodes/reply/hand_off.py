@@ -111,20 +111,12 @@ def switched_out(
 ) -> tuple[list[PendingMessage], list[MemoryJob]]:
     """A persona switch (seed 001 §4.4): the buffer's lines of another persona go to memory
     now, as that persona's, whatever this run decides; this persona's lines stay."""
-    mine = [p for p in pending if p.get("persona_id", persona_id) == persona_id]
-    others = [q for q in dict.fromkeys(p.get("persona_id", persona_id) for p in pending)
-              if q != persona_id]  # fmt: skip
-    jobs = [
-        job
-        for other in others
-        for job in jobs_from_buffer(
-            [p for p in pending if p.get("persona_id") == other],
-            msg,
-            other,
-            context,
-            variants=variants,
-        )  # fmt: skip
-    ]
+    by_persona: dict[str, list[PendingMessage]] = {}
+    for p in pending:
+        by_persona.setdefault(p.get("persona_id", persona_id), []).append(p)
+    mine = by_persona.pop(persona_id, [])
+    jobs = [job for other, lines in by_persona.items()
+            for job in jobs_from_buffer(lines, msg, other, context, variants=variants)]  # fmt: skip
     return mine, jobs
 
 
@@ -166,12 +158,12 @@ def hand_off(state: ReplyState, ctx: Context, deps: ReplyDeps) -> HandOffWrites:
     action = state.get("action", "no_reply")
     persona_id = state.get("persona_id", msg.persona_id)
     variants = state.get("memory_variants")
-    pending, switched = switched_out(
+    pending, jobs = switched_out(
         list(state.get("pending", [])), msg, persona_id, deps.validation, variants
     )
     deps.process.foreground.leave(msg.stream)  # what follows is quick; memory may run after it
     out: HandOffWrites = {
-        "handed_off": list(state.get("handed_off", [])) + enqueue(deps, switched),
+        "handed_off": list(state.get("handed_off", [])),
         # the tool loop's conversation is this run's only: not kept on the thread
         "model_messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)],
     }
@@ -192,21 +184,21 @@ def hand_off(state: ReplyState, ctx: Context, deps: ReplyDeps) -> HandOffWrites:
         pending.append(bot_line)
         # A template reply says nothing worth remembering; a model's reply does.
         summary = "" if said.startswith(TEMPLATE_LABELS) else reply_summary(msg.user_name, said)
-        jobs = jobs_from_buffer(
+        jobs += jobs_from_buffer(
             pending, msg, persona_id, deps.validation, answered_user=msg.user_id,
             action=summary, variants=variants,
         )  # fmt: skip
+        pending = []
         deps.process.background.submit(record_usage, deps, usage_of(state, msg, said))
         # the memories the reply was given are recalled: they fade slower
         deps.process.background.submit(
             recalled, deps, list(state.get("memory_ids", [])), msg.when.timestamp()
         )
     elif len(pending) >= deps.knobs.chat_rules.buffer_max:
-        jobs = jobs_from_buffer(pending, msg, persona_id, deps.validation, variants=variants)
-    else:
-        return {**out, "pending": pending}
+        jobs += jobs_from_buffer(pending, msg, persona_id, deps.validation, variants=variants)
+        pending = []
     out["handed_off"] += enqueue(deps, jobs)
-    return {**out, "pending": []}
+    return {**out, "pending": pending}
 
 
 def _store_reply(deps: ReplyDeps, msg: ChatMessage, text: str, persona_id: str) -> PendingMessage:

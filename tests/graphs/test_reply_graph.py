@@ -216,6 +216,24 @@ def test_a_switch_on_the_bots_own_line_keeps_the_old_buffer_until_a_hand_off(
     assert [p["content"] for p in left] == ["好的", "换个话题"]
 
 
+def test_a_switch_stopped_before_its_hand_off_is_handed_off_by_the_next_process(
+    deps: Deps, tmp_path: Path
+) -> None:
+    """A run that stopped after observe (its checkpoint written, hand_off not run) loses
+    nothing of the old persona's buffer: the next run, in a new process, hands it off."""
+    path = tmp_path / "checkpoints.db"
+    before = Chat(deps, SqliteSaver(sqlite3.connect(path, check_same_thread=False)))
+    before.send(message("我下周三去北京", persona_id="tech"))
+    switch = message("换个话题", persona_id="cat")
+    before.graph.invoke({"message": switch}, before.config(switch), context=before.context,
+                        interrupt_before=["hand_off"])  # fmt: skip
+    assert deps.jobs.counts() == {}  # type: ignore[union-attr]  # nothing queued yet
+    after = Chat(deps, SqliteSaver(sqlite3.connect(path, check_same_thread=False)))
+    out = after.send(message("还在吗", persona_id="cat"))
+    payloads = [deps.jobs.get(i).payload for i in out["handed_off"]]  # type: ignore[union-attr]
+    assert [(p["persona_id"], p["new_info"]) for p in payloads] == [("tech", "我下周三去北京")]
+
+
 def test_newer_messages_make_it_plan_again(deps: Deps) -> None:
     chat = Chat(deps)
     first = message("@bot 帮我查一下", **BOT)
