@@ -274,9 +274,17 @@ class HybridEventStore:
         return found
 
     def prefetch(self, query: EventQuery) -> None:
-        """Start embedding the query (C, no GIL) now: the search that follows finds it
-        done, or running, and embeds nothing again."""
-        self._embedded.get(self._guess(query)[1].dense_text)
+        """Start embedding the query (C, no GIL) now, both ways the dense sides read it: the
+        search that follows finds them done, or running, and embeds nothing again."""
+        self._embed(self._guess(query)[1], self.fusion.weights_for(query.text))
+
+    def _embed(
+        self, focus: Focus, w: Weights
+    ) -> tuple[Future[list[float]], Future[list[float]] | None]:
+        """The embeddings of the focus's dense text and, when a member is named, of the
+        question with their names (``Weights.named``)."""
+        named = self._embedded.get(focus.named_text) if w.named and focus.named_text else None
+        return self._embedded.get(focus.dense_text), named
 
     def _guess(self, query: EventQuery) -> tuple[People, Focus]:
         """The query as the people last seen in this scope read it (names rarely change)."""
@@ -301,7 +309,7 @@ class HybridEventStore:
         # people now read the query otherwise.
         w = self.fusion.weights_for(query.text)
         known, guess = self._guess(query)
-        embedding = self._embedded.get(guess.dense_text)
+        embedding, named = self._embed(guess, w)
         members = self.lexical.scope_members(query, ID_LIST_MAX)
         focus, people = guess, known
         if w.person and (members is None or members.ids):
@@ -309,9 +317,8 @@ class HybridEventStore:
             if people is not known:
                 focus = focus_of(query.text, people.names, query.asker_id, query.asker_name)
                 focus = self._stepping_aside(focus, query)
-        if focus.dense_text != guess.dense_text:
-            embedding = self._embedded.get(focus.dense_text)
-        named = self._embedded.get(focus.named_text) if w.named and focus.named_text else None
+        if focus != guess:  # the scope's people read it otherwise: cached if the same text
+            embedding, named = self._embed(focus, w)
         lexical = self._pool.submit(
             self.lexical.search, replace(wide, text=focus.lexical_text), members
         )
