@@ -46,7 +46,7 @@ _N = r"[0-9一二两三四五六七八九十]"
 _V = r"([^，,。！？!?\s]{2,16}?)"
 _EN_END = (
     r"(?=[,.!?;]|$| and | with | now| where | but\b| so | for | since | because | too| \d"
-    r"| around | about | last | ago| sometimes| as an? | in sales| by )"
+    r"| around | about | last | ago| sometimes| as an? | by )"
 )
 # where someone lives is a place, not their dwelling (a condo, a new apartment)
 _EN_DWELLING = re.compile(
@@ -54,7 +54,7 @@ _EN_DWELLING = re.compile(
 )
 _EN_VAGUE = re.compile(
     r"^(?:my ?self|your ?self|him|her|them|it|here|there|this|that|mine|yours)$"
-    r"|^(?:those|these|it|that|this|doing that|just about|everything|anything|the game)\b"
+    r"|^(?:those|these|it|that|this|(?:doing|having) (?:that|this|it)|just about|everything|anything)\b"
     r"|\b(?:there|here)$",
     re.I,
 )
@@ -118,10 +118,10 @@ _EN_PETS = {"dog", "dogs", "cat", "cats", "puppy", "kitten"}
 _EN_KIN = "son|daughter|kids|children|sister|brother|grandkids|grandchildren"  # not a parent: everyone had one
 _EN_OWNED = re.compile(
     r"\b(my|your) (?:little |older |younger |big |baby |two |three |oldest |youngest )?"
-    rf"({'|'.join(sorted(_EN_PARTNERS | _EN_PETS, key=len, reverse=True))}|{_EN_KIN})\b(?!['’]s? (?:friend|house))",
+    rf"({'|'.join(sorted(_EN_PARTNERS | _EN_PETS, key=len, reverse=True))}|{_EN_KIN})\b",
     re.I,
 )
-_EN_NOT_OWNED = re.compile(r"(?:\bnot|n't|\bno|\bbe|\blike|divorced|divorce from) $", re.I)
+_EN_NOT_OWNED = re.compile(r"(?:\bnot|n't|\bno|\bbe|divorced|divorce from) $", re.I)
 _NOT_OWNED = re.compile(r"我的(?:妈|天|娘|乖乖)|你(?:妈|大爷|娘)(?:的|逼|个|呀)|姐妹|哥们|兄弟")
 
 ZH_LIKE = (

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from nodes.memory.fact_rules import ADDRESSEE, SELF, Stated, acceptable, likes, stated
+from nodes.memory.fact_rules import (
+    ADDRESSEE,
+    SELF,
+    Stated,
+    _clauses,
+    acceptable,
+    likes,
+    stated,
+)
 
 
 @pytest.mark.parametrize(
@@ -199,4 +207,7 @@ def test_dwellings_skills_and_denials_fill_no_slot(text: str) -> None:
 def test_an_english_sentence_is_a_clause_of_its_own() -> None:
     assert likes("Aww that's really cute. I love cats too.") == ["cats"]
     assert likes("Neighboring state. I like the weather there..") == []
-    assert likes("It costs 3.5 dollars. I like it.") == []  # 3.5 is no sentence end; it no like
+    assert [c for c, _ in _clauses("It costs 3.5 dollars. I like cats.")] == [
+        "It costs 3.5 dollars.",  # 3.5 ends no sentence
+        " I like cats.",
+    ]
