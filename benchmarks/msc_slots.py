@@ -22,12 +22,13 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
 from benchmarks.common import SHARED_DATA, machine
-from benchmarks.turn_slots import split_args
+from benchmarks.turn_slots import run
 from nodes.memory.fact_rules import SELF, likes, stated
 
 DATA = SHARED_DATA / "msc" / "msc_personasummary" / "session_1" / "test.txt"
@@ -110,7 +111,7 @@ def learned(text: str) -> list[tuple[str, str]]:
     return found + [("like", v) for v in likes(text)]
 
 
-def score(split: str, show: bool = False) -> dict[str, object]:
+def score(split: str, show: bool = False) -> dict[str, Any]:
     """Recall and precision per slot, and over all slots."""
     per: dict[str, dict[str, int]] = {}
     for u in utterances():
@@ -135,24 +136,26 @@ def score(split: str, show: bool = False) -> dict[str, object]:
     return {"slots": per, "all": total}
 
 
+def _show(split: str, r: dict[str, Any]) -> None:
+    table = Table(title=f"{split} part (annotators' persona lines as gold; loose precision)")
+    for column in ("slot", "gold", "recall", "learned", "precision"):
+        table.add_column(column, justify="left" if column == "slot" else "right")
+    rows = {**r["slots"], "all": r["all"]}
+    for slot, row in sorted(rows.items(), key=lambda kv: (kv[0] == "all", kv[0])):
+        recall = row["found"] / row["gold"] if row["gold"] else float("nan")
+        precision = row["right"] / row["learned"] if row["learned"] else float("nan")
+        table.add_row(slot, str(row["gold"]), f"{recall:.3f}", str(row["learned"]),
+                      f"{precision:.3f}")  # fmt: skip
+    Console().print(table)
+
+
 def main() -> None:
-    args, splits = split_args(__doc__.split("\n\n")[0])
-    if args.json:
-        print(json.dumps({split: score(split) for split in splits}))
-        return
-    print(f"profile slots in MSC's English utterances on {machine()} · offline rules")
-    for split in splits:
-        r = score(split, args.show)
-        table = Table(title=f"{split} part (annotators' persona lines as gold; loose precision)")
-        for column in ("slot", "gold", "recall", "learned", "precision"):
-            table.add_column(column, justify="left" if column == "slot" else "right")
-        rows = {**r["slots"], "all": r["all"]}  # type: ignore[dict-item]
-        for slot, row in sorted(rows.items(), key=lambda kv: (kv[0] == "all", kv[0])):
-            recall = row["found"] / row["gold"] if row["gold"] else float("nan")
-            precision = row["right"] / row["learned"] if row["learned"] else float("nan")
-            table.add_row(slot, str(row["gold"]), f"{recall:.3f}", str(row["learned"]),
-                          f"{precision:.3f}")  # fmt: skip
-        Console().print(table)
+    run(
+        __doc__.split("\n\n")[0],
+        f"profile slots in MSC's English utterances on {machine()} · offline rules",
+        score,
+        _show,
+    )
 
 
 if __name__ == "__main__":

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchmarks.common import SHARED_DATA, machine
 from nodes.memory.fact_rules import ADDRESSEE, SELF, likes, stated
@@ -171,26 +172,38 @@ def score(split: str, show: bool = False) -> dict[str, float | int]:
     }
 
 
-def split_args(description: str) -> tuple[argparse.Namespace, tuple[str, ...]]:
-    """A slots bench's options (``--split``, ``--show``, ``--json``) and the parts to score."""
+def run(
+    description: str, title: str, score: Callable[[str, bool], Any], show: Callable[..., None]
+) -> None:
+    """A slots bench's command line: ``--split``, ``--show`` (each miss and wrong value),
+    ``--json`` (the figures as one object); else the ``title``, then ``show(split,
+    figures)`` per part."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--split", default="both", choices=("dev", "test", "both"))
     parser.add_argument("--show", action="store_true", help="each miss and wrong value")
     parser.add_argument("--json", action="store_true", help="the figures as one JSON object")
     args = parser.parse_args()
-    return args, ("dev", "test") if args.split == "both" else (args.split,)
+    splits = ("dev", "test") if args.split == "both" else (args.split,)
+    if args.json:
+        print(json.dumps({split: score(split, False) for split in splits}))
+        return
+    print(title)
+    for split in splits:
+        show(split, score(split, args.show))
+
+
+def _show(split: str, r: dict[str, Any]) -> None:
+    print(f"{split}: {r['labels']} labels, recall {r['recall']:.3f}; "
+          f"{r['learned']} learned, precision {r['precision']:.3f}")  # fmt: skip
 
 
 def main() -> None:
-    args, splits = split_args(__doc__.split("\n\n")[0])
-    if args.json:
-        print(json.dumps({split: score(split) for split in splits}))
-        return
-    print(f"profile slots in DuLeMon's turns on {machine()} · offline rules")
-    for split in splits:
-        r = score(split, args.show)
-        print(f"{split}: {r['labels']} labels, recall {r['recall']:.3f}; "
-              f"{r['learned']} learned, precision {r['precision']:.3f}")  # fmt: skip
+    run(
+        __doc__.split("\n\n")[0],
+        f"profile slots in DuLeMon's turns on {machine()} · offline rules",
+        score,
+        _show,
+    )
 
 
 if __name__ == "__main__":
