@@ -46,6 +46,10 @@ class EventRecord:
     # the speaker's name (never stored: a rewrite can misplace a 他 or a date that the
     # words themselves hold right, and e5 reads "name: words" best)
     key: str = field(default="", compare=False)
+    # The words as said, when the speaker's own: the keyword side indexes them beside the
+    # rewrite (a rewrite drops a word the question may use; never stored as text, so a
+    # record read back and written again is indexed under its text alone)
+    said: str = field(default="", compare=False)
     # Its ties to other members (``stores.ties``), stored with it and gone with it; None:
     # whatever it had stays (a record read back and written again: a context scrub)
     ties: tuple[Tie, ...] | None = field(default=None, compare=False)

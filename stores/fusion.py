@@ -11,11 +11,13 @@ from stores.script import has_cjk
 
 DIVERSITY_DEFAULT = 1.0  # off: on LoCoMo 0.8 costs 7.7 points of R@5 (docs/benchmarks/memory.md)
 Lift = Literal["ranked", "flat"]
+By = Literal["rank", "score"]
 
 
 class Weights(BaseModel):
     """One script's fusion weights (the defaults: Chinese). Each side adds
-    ``weight / (rrf_k + rank + 1)``. The question's people (names, or the asker's 我 / I)
+    ``weight / (rrf_k + rank + 1)`` (``by`` rank) or its standardised score (``by``
+    score: ``stores.fused``). The question's people (names, or the asker's 我 / I)
     and its span ("上周") are two more sides (``Fusion.lift``): the memories of the people
     and those from the span, each ranked as the other sides ranked them, weighted
     ``person × (1 − the person's share of the chat's memories)`` and ``time`` (0: names
@@ -49,17 +51,43 @@ class Weights(BaseModel):
         "ties between them (one answering, naming, agreeing with the other; a relation "
         "stated), ranked as the other sides ranked them (0: off)",
     )
+    # Chinese by rank: by score, the member paraphrases' near-alike memories of twelve
+    # people outscored the asked one's lift (R@5 0.958 -> 0.859; docs/benchmarks/memory.md)
+    by: By = Field(
+        default="rank",
+        description="`rank`: each side adds weight / (rrf_k + rank + 1); `score`: weight × "
+        "(score - its lowest candidate's) / the spread of its candidates' scores, and a lift "
+        "of 1 is one spread",
+    )
+    # none in Chinese: on DialogRE-cn train (many speakers; a line seldom answers the one
+    # before) R@5 0.905 -> 0.853 (docs/benchmarks/memory.md)
+    around: tuple[float, ...] = Field(
+        default=(),
+        description="what share of a memory's score goes to the memories said 1, 2, ... "
+        "before and after it in its talk (a question and its answer find each other; "
+        "empty: none)",
+    )
 
 
 class OtherWeights(Weights):
-    """Weights for questions in other scripts (one field can be set alone)."""
+    """Weights for questions in other scripts (one field can be set alone). Chosen on
+    LoCoMo's first five conversations (no neighbour turns); its last five and MemoryBank-en
+    check them (docs/benchmarks/locomo.md, "Stop 59")."""
 
-    # 1.0 since stop 54, when English memories' vectors became their rewrites' again: on
-    # LoCoMo (no neighbour turns) R@10 0.687 -> 0.708; on MemoryBank-en R@5 0.970 -> 0.980
+    # by score, with around: LoCoMo R@5 0.617 -> 0.707 (held-out half 0.695)
+    by: By = Field(
+        default="score",
+        description="`rank`: each side adds weight / (rrf_k + rank + 1); `score`: weight × "
+        "(score - its lowest candidate's) / the spread of its candidates' scores, and a lift "
+        "of 1 is one spread",
+    )
     dense: float = Field(default=1.0, ge=0, description="weight of the dense (e5) ranking")
-    lexical: float = Field(default=1.0, ge=0, description="weight of the keyword (BM25) ranking")
+    lexical: float = Field(default=1.25, ge=0, description="weight of the keyword (BM25) ranking")
     person: float = Field(
-        default=0.5, ge=0, description="the lift of memories of a person the question names"
+        default=0.75, ge=0, description="the lift of memories of a person the question names"
+    )
+    time: float = Field(
+        default=1.0, ge=0, description='the lift of memories from the span it is about ("in May")'
     )
     # LoCoMo has two speakers, so a name narrows little (docs/benchmarks/constants.md)
     named: float = Field(
@@ -67,6 +95,12 @@ class OtherWeights(Weights):
         ge=0,
         description="for a question naming a member: the weight of one more dense ranking, "
         "of the question with their names kept (0: off)",
+    )
+    around: tuple[float, ...] = Field(
+        default=(0.4, 0.25),
+        description="what share of a memory's score goes to the memories said 1, 2, ... "
+        "before and after it in its talk (a question and its answer find each other; "
+        "empty: none)",
     )
 
 
@@ -91,6 +125,12 @@ class Fusion(BaseModel):
         "much less (1: off)",
     )
     rrf_k: int = Field(default=10, ge=1, description="reciprocal rank fusion's k")
+    talk_gap_s: float = Field(
+        default=1800.0,
+        gt=0,
+        description="a pause longer than this ends a talk: memories on either side of it "
+        "are not each other's neighbours (``around``)",
+    )
     share: float = Field(
         default=1.0,
         ge=0,

@@ -1,10 +1,12 @@
-"""Hybrid retrieval: dense (e5 vectors) and BM25 (SQL) rankings fused by reciprocal rank.
-
-e5 scores are bunched (unrelated same-topic sentences score 0.84-0.88), so ranks fuse
-better than raw similarities. A question is read for its people (``stores.people``: a name
-or 我 lifts that person's memories and leaves both queries) and its time (``stores.when``:
-上周 lifts last week's). The weights (``Fusion``) were tuned on Chinese multi-party chat,
-where, once names leave the query, the dense side is the stronger one (docs/benchmarks/memory.md).
+"""Hybrid retrieval: dense (e5 vectors) and BM25 (SQL) rankings fused by reciprocal rank,
+or by their scores standardised over each side's candidates (``stores.fused``; e5 scores
+are bunched, 0.84-0.88 for unrelated same-topic sentences, so raw similarities never
+fuse), then spread to the memories said around each (``Weights.around``). A question is
+read for its people (``stores.people``: a name or 我 lifts that person's memories and
+leaves both queries) and its time (``stores.when``: 上周 lifts last week's). The weights
+(``Fusion``) were tuned per script: Chinese on multi-party chat, where, once names leave
+the query, the dense side is the stronger one (docs/benchmarks/memory.md); English on
+LoCoMo (docs/benchmarks/locomo.md).
 
 The dense side searches the scope's vectors in memory (``ScopeVectors``, exact) once they
 are loaded (from SQL, int8: ``stores.packed``). A scope not held (loading, or over the
@@ -36,6 +38,7 @@ from domain.scope import ChatScope, ForgetTarget
 from stores.background import Background
 from stores.base import EventHit, EventQuery, EventRecord, EventStore
 from stores.decay import Decay, Strength
+from stores.fused import Timeline, fuse, lift_unit, spread
 from stores.fusion import Fusion, Weights
 from stores.people import Focus, People, focus_of
 from stores.said import Said
@@ -59,6 +62,7 @@ EXACT_MAX = 50_000
 # is as fast, and exact (docs/benchmarks/scale.md, "The 1M run on a faster Xeon").
 ANN_MIN = 5000
 LOOSE_MAX = 5000  # loose vectors (not sealed yet) read by row for one search, at most
+SPREAD_FROM = 50  # the best this many pass a share of their score to their neighbours
 QUERY_VECTORS_HELD = 64  # recent query embeddings kept (a message's prefetch, its search)
 # A store's upserts kept, not written, in a ``deferred`` block: a context variable, so the
 # block covers the graph runs started in it (LangGraph runs a node in a copy of the caller's
@@ -328,20 +332,19 @@ class HybridEventStore:
         keyword = lexical.result()
         for hit in keyword:
             records.setdefault(hit.event.id, hit.event)
-        fused: dict[str, float] = defaultdict(float)
-        rankings = (dense, [h.event.id for h in keyword], as_named)
         f = self.fusion
-        for weight, ranking in zip((w.dense, w.lexical, w.named), rankings, strict=True):
-            for rank, event_id in enumerate(ranking):
-                fused[event_id] += weight / (f.rrf_k + rank + 1)
+        scored = [(hit.event.id, hit.score) for hit in keyword]
+        fused = fuse(((w.dense, dense), (w.lexical, scored), (w.named, as_named)), w.by, f.rrf_k)
+        if w.around and members is not None and query.plain:
+            spread(fused, Timeline.of(members, f.talk_gap_s), w.around, SPREAD_FROM)
         if (focus.user_ids and w.person) or (query.about and w.time):
             self._fetch(fused, records)
             self._lift(fused, records, focus, people, query.about, w)
         if focus.between and w.between:
-            self._between(fused, query, focus.between, w.between)
+            self._between(fused, query, focus.between, w)
         ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
         if self.strength is not None and self.decay.weight:
-            ranked = self._fade(ranked[: query.top_k * 4], query.now) + ranked[query.top_k * 4 :]
+            ranked = self._fade(ranked[: query.top_k * 4], query.now, w) + ranked[query.top_k * 4 :]
         if f.diversity < 1:
             pool = ranked[: query.top_k * 4]
             self._fetch([i for i, _ in pool], records)
@@ -367,27 +370,27 @@ class HybridEventStore:
         """The question's people and span, as two more sides: the memories of the people
         and those from the span, each side ranking its memories as the fused sides did
         (``ranked``), or lifting each as if it ranked first (``flat``)."""
-        k = self.fusion.rrf_k
+        f = self.fusion
         # a person's lift is worth what their name narrows: (1 - their share)
         share = max((people.share.get(u, 0.0) for u in focus.user_ids), default=0.0)
         person = w.person * (1 - self.fusion.share * share) if focus.user_ids else 0.0
         start, end = about or (0.0, 0.0)
         order = sorted(fused, key=lambda i: (-fused[i], i))  # as the other sides ranked them
-        ranked = self.fusion.lift == "ranked"
+        ranked = f.lift == "ranked"
         theirs = spanned = 0
         for event_id in order:
             event = records.get(event_id)
             if event is None:
                 continue
             if person and focus.about(event.user_id, event.text):
-                fused[event_id] += person / (k + (theirs if ranked else 0) + 1)
+                fused[event_id] += person * lift_unit(w.by, f.rrf_k, theirs if ranked else 0)
                 theirs += 1
             if w.time and start <= event.timestamp < end:
-                fused[event_id] += w.time / (k + (spanned if ranked else 0) + 1)
+                fused[event_id] += w.time * lift_unit(w.by, f.rrf_k, spanned if ranked else 0)
                 spanned += 1
 
     def _between(
-        self, fused: dict[str, float], query: EventQuery, people: frozenset[str], weight: float
+        self, fused: dict[str, float], query: EventQuery, people: frozenset[str], w: Weights
     ) -> None:
         """The memories of ties between the people a question names, as one more side:
         those the other sides found, in their order, then the rest, newest first."""
@@ -398,18 +401,20 @@ class HybridEventStore:
         order = [i for i in sorted(fused, key=lambda i: (-fused[i], i)) if i in held]
         order += [i for i in theirs if i not in fused]
         for rank, event_id in enumerate(order):
-            fused[event_id] += weight / (self.fusion.rrf_k + rank + 1)
+            fused[event_id] += w.between * lift_unit(w.by, self.fusion.rrf_k, rank)
 
     def circle(self, query: EventQuery, user_id: str) -> list[Circle]:
         return self.lexical.circle(query, user_id)
 
-    def _fade(self, ranked: list[tuple[str, float]], now: float | None) -> list[tuple[str, float]]:
+    def _fade(
+        self, ranked: list[tuple[str, float]], now: float | None, w: Weights
+    ) -> list[tuple[str, float]]:
         """The best few again, each lifted by ``weight × retention`` first ranks: between
         memories about as relevant, the fresh, important or recalled one comes first."""
         assert self.strength is not None
         strengths = self.strength.of([i for i, _ in ranked])
         at = time.time() if now is None else now
-        top = self.decay.weight / (self.fusion.rrf_k + 1)
+        top = self.decay.weight * lift_unit(w.by, self.fusion.rrf_k)
         faded = [
             (i, score + top * self.decay.retention(strengths[i], at) if i in strengths else score)
             for i, score in ranked
@@ -426,9 +431,9 @@ class HybridEventStore:
         members: ScopeMembers | None,
         vector: list[float],
         records: dict[str, EventRecord] | None = None,
-    ) -> list[str]:
-        """The dense ranking (ids, best first), from memory when the scope is held; the
-        records it read from SQL on the way go into ``records``."""
+    ) -> list[tuple[str, float]]:
+        """The dense ranking (ids and cosines, best first), from memory when the scope is
+        held; the records it read from SQL on the way go into ``records``."""
         if members is not None and not members.ids:
             return []
         if members is not None:
@@ -444,7 +449,7 @@ class HybridEventStore:
                     # most of its graph; SQL reads them far faster (docs/benchmarks/constants.md)
                     held = self.search_exact(query, members, vector)
             if held is not None:
-                return [event_id for event_id, _ in held]
+                return held
         nearest = None  # ids only, here and below: SQL gives the records of those fused
         if members is not None:
             nearest = self.vector.nearest(query, members.ids, vector)
@@ -455,7 +460,7 @@ class HybridEventStore:
             records = {} if records is None else records
             self._fetch([event_id for event_id, _ in found], records)  # read once
             nearest = [hit for hit in found if hit[0] in records]
-        return [event_id for event_id, _ in nearest]
+        return nearest
 
     def exact_first(self, query: EventQuery, members: int) -> bool:
         """A scope not held is searched exactly over its vectors from SQL, not by Chroma:

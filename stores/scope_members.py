@@ -13,17 +13,18 @@ import numpy as np
 @dataclass(frozen=True)
 class ScopeMembers:
     """The events a query's scope admits, as the SQL side knows them: each id with when it
-    was last written (``written``) and who said it (``said_by``, so the scope's people need
-    no query of their own), a version (count, last write) that changes with any write, and
-    the indexed text's total length (BM25's average, without another scan). A list grown
-    from an earlier version says which (``grown_from``) and what was written since
-    (``since``), so what is held of that version is brought up to date in the size of the
-    change, not of the scope.
+        was last written (``written``) and who said it (``said_by``, so the scope's people need
+        no query of their own), a version (count, last write) that changes with any write, and
+        the indexed text's total length (BM25's average, without another scan), and when each
+    was said (``said_at``: what comes before and after it). A list grown
+        from an earlier version says which (``grown_from``) and what was written since
+        (``since``), so what is held of that version is brought up to date in the size of the
+        change, not of the scope.
 
-    Columns, not an object per memory: a held chat's list lives as long as the process,
-    and 20k objects of a named-tuple class stayed in every full garbage collection (CPython
-    stops tracking plain tuples of strings and floats, never a subclass's). ``said_by``
-    shares one ``(user_id, user_name)`` tuple per speaker."""
+        Columns, not an object per memory: a held chat's list lives as long as the process,
+        and 20k objects of a named-tuple class stayed in every full garbage collection (CPython
+        stops tracking plain tuples of strings and floats, never a subclass's). ``said_by``
+        shares one ``(user_id, user_name)`` tuple per speaker."""
 
     version: tuple[int, float]
     written: dict[str, float]
@@ -31,10 +32,22 @@ class ScopeMembers:
     length: int = 0
     grown_from: tuple[int, float] | None = None
     since: dict[str, float] = field(default_factory=dict)
+    said_at: dict[str, float] = field(default_factory=dict)  # each id's event time
 
     @cached_property
     def ids(self) -> list[str]:
         return list(self.written)
+
+    @cached_property
+    def in_order(self) -> tuple[list[str], np.ndarray, dict[str, int]]:
+        """The ids in the order they were said (event time, then write time), their event
+        times, and each id's place: kept with the list, as long as the scope's version."""
+        ids = list(self.said_at)
+        times = np.fromiter(self.said_at.values(), np.float64, len(ids))
+        writes = np.fromiter((self.written.get(i, 0.0) for i in ids), np.float64, len(ids))
+        order = np.lexsort((writes, times))
+        ordered = [ids[i] for i in order.tolist()]
+        return ordered, times[order], {event_id: n for n, event_id in enumerate(ordered)}
 
 
 @dataclass(frozen=True)

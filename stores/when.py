@@ -1,5 +1,5 @@
-"""When a question is about: "上周", "前几天", "5月2日", "last month", "two days ago" as a
-time window, relative to when it was asked (in the asker's time zone).
+"""When a question is about: "上周", "前几天", "5月2日", "7月份", "last month", "two days ago",
+"in July 2023" as a time window, relative to when it was asked (in the asker's time zone).
 
 The window lifts the memories inside it (``HybridEventStore``); it filters nothing, because
 people are loose with time ("上周" said on a Monday may mean the week before last).
@@ -79,6 +79,17 @@ EN_DATE = re.compile(  # May 4th, May 4, 2024 / the 4th of May
     rf"|\b(\d{{1,2}})(?:st|nd|rd|th)?\s+of\s+{_MONTH}\b(?:,?\s+(\d{{4}}))?",
     re.IGNORECASE,
 )
+# a month with no day: "in July 2023", "during September", "2023年7月", "7月份"; a month
+# name alone is no date ("I may go", "March on"): a preposition or a year says it is one
+EN_MONTH_SPAN = re.compile(
+    rf"\b(?:in|during|of|throughout|early|late|mid-?|the (?:beginning|start|end) of)\s+"
+    rf"{_MONTH}(?!\s*\d{{1,2}}\b)(?:,?\s+(\d{{4}}))?\b|\b{_MONTH},?\s+(\d{{4}})\b",
+    re.IGNORECASE,
+)
+ZH_MONTH_SPAN = re.compile(
+    r"(?:(\d{4})年)?(?<![个几\d])(\d{1,2}|十[一二]?|[一二三四五六七八九])月(?:份)?(?![\d一二三四五六七八九十]+[日号])"
+)
+YEAR_SPAN = re.compile(r"\b(?:in|during|of|since)\s+((?:19|20)\d{2})\b|((?:19|20)\d{2})年(?!\d)")
 EN_AGO = re.compile(
     r"\b(a few|a couple of|couple of|several|an?|one|two|three|four|five|six|seven|eight|nine"
     r"|ten|\d+) (day|week|month|year)s? ago\b",
@@ -146,7 +157,23 @@ def _window(text: str, now: datetime) -> tuple[datetime, datetime] | None:
         return _span(m.group(0), now)
     if m := EN_SPAN.search(text):
         return _span(m.group(0).lower(), now)
+    if m := EN_MONTH_SPAN.search(text):
+        name, year = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        return _in_month(year, EN_MONTH[name.lower()], now)
+    if m := ZH_MONTH_SPAN.search(text):
+        return _in_month(m.group(1), zh_number(m.group(2)), now)
+    if m := YEAR_SPAN.search(text):
+        year = int(m.group(1) or m.group(2))
+        return datetime(year, 1, 1, tzinfo=now.tzinfo), datetime(year + 1, 1, 1, tzinfo=now.tzinfo)
     return None
+
+
+def _in_month(year: str | None, month: int, now: datetime) -> tuple[datetime, datetime] | None:
+    """The month named; with no year, the last such month up to this one."""
+    if not 1 <= month <= 12:
+        return None
+    y = int(year) if year else now.year - (month > now.month)
+    return _month(date(y, month, 1), now)
 
 
 def _date(

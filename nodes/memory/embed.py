@@ -63,6 +63,7 @@ def event_for(
         context_user_id=context_user_id,
         importance=importance(state["text"], said, names),
         key=words_key(job.user_name, said),
+        said=said,
         ties=ties_of(job, people, bot_id),
     )
 

