@@ -22,6 +22,7 @@ from nodes.memory.lexicon import (
     ZH_FIRST_PLURAL,
     ZH_SECOND,
     ZH_SECOND_PLURAL,
+    zh_person_before,
     zh_pronoun_tokens,
 )
 from stores.text import NAME_POS, PLACE_POS, name_like, tagged
@@ -156,7 +157,14 @@ def _who(pronoun: str, before: str, scene: Scene) -> str | None:
     if pronoun in ZH_SECOND:
         return scene.addressee
     if pronoun in ZH_THIRD:
-        return last_person(before, scene, pronoun)
+        noun = zh_person_before(before, len(before), pronoun)
+        if noun < 0:
+            return last_person(before, scene, pronoun)
+        # bound in these words (你的糕点厨师，她…): a person named after that noun, or none
+        named = [(at, name) for at, name in people_in(before, scene.names) if name != scene.speaker]
+        named += relations_in(before, scene, own_words=True)
+        after = [name for at, name in sorted(named) if at >= noun and _fits(pronoun, name)]
+        return after[-1] if after else None
     if pronoun in ZH_FIRST_PLURAL:
         return f"{scene.speaker}等人"
     if pronoun in ZH_SECOND_PLURAL:

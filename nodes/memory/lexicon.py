@@ -42,6 +42,24 @@ ZH_FIRST_PLURAL = {"我们", "咱们"}
 ZH_SECOND = {"你", "您"}
 ZH_SECOND_PLURAL = {"你们", "您们"}
 ZH_NOT_PRONOUN = {"你好", "您好", "你们好", "我行我素", "它山之石"}
+# 它 is a thing or an animal, as English "it" is: never held against a memory
+ZH_THING = {"它"}
+# A person a 他 / 她 can stand for, said before it in the same words ("你的糕点厨师，她…",
+# "我那个双胞胎姐姐…她"): the pronoun is bound there and stays, as English "the main
+# character… he" does.
+_ZH_PERSON_NOUNS = {
+    "他": "男人|男孩|男生|先生|爸爸|父亲|哥哥|弟弟|儿子|男友|男朋友|丈夫|老公|爷爷|外公|叔叔|舅舅|"
+    "前夫|未婚夫|国王|王子|小伙子|老头",
+    "她": "女人|女孩|女生|女士|姑娘|小姐|妈妈|母亲|姐姐|妹妹|女儿|女友|女朋友|妻子|老婆|奶奶|外婆|"
+    "阿姨|姑姑|太太|夫人|前妻|未婚妻|女王|公主|女演员|老太太",
+    "": "朋友|同事|老板|老师|医生|护士|厨师|师傅|病人|客人|家伙|室友|邻居|演员|作家|同学|顾客|"
+    "律师|经理|学生|孩子|宝宝|婴儿|对象|前任|网友|房东|教授|主角|陌生人",
+}
+_ZH_PERSON = {
+    pronoun: re.compile(f"(?:{words}|{_ZH_PERSON_NOUNS['']})")
+    for pronoun, words in _ZH_PERSON_NOUNS.items()
+    if pronoun
+}
 
 ZH_TIME = re.compile(
     r"大前天|前天|昨天|昨日|今天|今日|明天|明日|后天|大后天"
@@ -202,6 +220,18 @@ def zh_pronoun_tokens(text: str) -> list[tuple[int, int, str]]:
     return found
 
 
+def zh_person_before(text: str, start: int, pronoun: str) -> int:
+    """Where the last person a 他 / 她 at ``start`` can stand for (a man, 你的前任女友,
+    那个厨师) begins in ``text`` before it; -1: none."""
+    pattern = _ZH_PERSON.get(pronoun)
+    found = list(pattern.finditer(text, 0, start)) if pattern else []
+    return found[-1].start() if found else -1
+
+
+def zh_bound_in_text(text: str, start: int, pronoun: str) -> bool:
+    return zh_person_before(text, start, pronoun) >= 0
+
+
 def find_relative(text: str, names: Iterable[str] = ()) -> list[Found]:
     """Every pronoun, relative time and relative place outside quotes and names."""
     spans = protected_spans(text, names)
@@ -221,6 +251,7 @@ def find_relative(text: str, names: Iterable[str] = ()) -> list[Found]:
             if not bound_in_text(text, m.start()):
                 add(m.start(), m.end(), "pronoun")
     if any("\u4e00" <= ch <= "\u9fff" for ch in text):
-        for start, end, _ in zh_pronoun_tokens(text):
-            add(start, end, "pronoun")
+        for start, end, pronoun in zh_pronoun_tokens(text):
+            if pronoun not in ZH_THING and not zh_bound_in_text(text, start, pronoun):
+                add(start, end, "pronoun")
     return sorted(found, key=lambda f: f.start)

@@ -304,3 +304,38 @@ def test_a_pronoun_with_nothing_it_can_stand_for_before_is_still_relative() -> N
     assert [f.text for f in find_relative("A girl came, he left", ())] == ["he"]  # no man
     assert [f.text for f in find_relative("It makes Jo happy, they said", ())] == ["they"]
     assert [f.text for f in find_relative("I have this for them", ())] == ["I", "them"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # from DialogRE-cn's degraded jobs: the person is said before the pronoun
+        ("再说我也见过你的糕点厨师，她烧伤少许不要紧。", "再说艾米丽也见过罗斯的糕点厨师，她烧伤少许不要紧。"),
+        ("我的双胞胎姐姐正好经过，还是你早知道她会搭这班车？",
+         "艾米丽的双胞胎姐姐正好经过，还是罗斯早知道她会搭这班车？"),
+        ("因为跟你的前任女友上过床的人都会这么说，她也这么说。",
+         "因为跟罗斯的前任女友上过床的人都会这么说，她也这么说。"),
+        # 它 is a thing or an animal, as English "it" is
+        ("我拿起一根木柴，并把它扔进火里。", "艾米丽拿起一根木柴，并把它扔进火里。"),
+    ],
+)  # fmt: skip
+def test_a_chinese_pronoun_after_what_it_stands_for_in_the_same_words_stays(
+    text: str, expected: str
+) -> None:
+    """As in English: the memory says whom it means, and no earlier message (here one
+    naming 瑞秋, who would fit 她) is searched for it."""
+    scene = Scene(MONDAY, "艾米丽", "罗斯", "群", "the group", names=("艾米丽", "罗斯", "瑞秋"),
+                  earlier=("瑞秋来了",))  # fmt: skip
+    assert absolutize(text, scene) == expected
+    assert not find_relative(expected, scene.names)
+
+
+def test_a_name_said_after_the_person_noun_is_whom_the_pronoun_means() -> None:
+    scene = Scene(MONDAY, "艾米丽", "罗斯", "群", "the group", names=("艾米丽", "罗斯", "瑞秋"),
+                  earlier=("莫妮卡来了",))  # fmt: skip
+    assert (
+        absolutize("那个厨师是瑞秋的朋友，她说会来", scene)
+        == "那个厨师是瑞秋的朋友，瑞秋的朋友说会来"
+    )
+    assert absolutize("瑞秋说那个厨师说她会来", scene) == "瑞秋说那个厨师说她会来"  # the cook
+    assert [f.text for f in find_relative("瑞秋的朋友说他们会来", ())] == ["他们"]
