@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint settings-doc serve deploy-venv mem0-venv astrbot-venv nonebot-venv locks model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory bench-slots bench-scale bench-e5 bench-chroma-shards clean
+.PHONY: setup demo test lint settings-doc serve deploy-venv mem0-venv timelibs-venv astrbot-venv nonebot-venv locks model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory bench-slots bench-times bench-scale bench-e5 bench-chroma-shards clean
 
 $(UV):
 	$(PY) -m venv .tools
@@ -80,6 +80,18 @@ $(MEM0_VENV)/.ready: $(UV) benchmarks/mem0.lock
 
 mem0-venv: $(MEM0_VENV)/.ready
 
+# jionlp and Microsoft Recognizers-Text, which bench-times sets beside the rules' calendar,
+# in their own environment; imports nothing of groupmind (benchmarks/timelibs_arm.py).
+TIMELIBS_VENV := benchmarks/.timelibs-venv
+$(TIMELIBS_VENV)/.ready: $(UV) benchmarks/timelibs.lock
+	rm -rf $(TIMELIBS_VENV)
+	$(PY) -m venv $(TIMELIBS_VENV)
+	$(UV) pip install --quiet --compile-bytecode --python $(TIMELIBS_VENV)/bin/python \
+		-r benchmarks/timelibs.lock
+	touch $@
+
+timelibs-venv: $(TIMELIBS_VENV)/.ready
+
 # The host bot frameworks the plugins are proven in (tests/hosts), each in its own
 # environment with the plugin's client (hosts/client) installed: AstrBot needs Python 3.12.
 # Each installs from its lock (hosts/locks, `make locks`): pip resolving AstrBot's
@@ -118,6 +130,7 @@ locks: $(UV)
 	$(UV) pip compile --quiet --python-version 3.12 hosts/locks/astrbot.in -o hosts/locks/astrbot.lock
 	$(UV) pip compile --quiet --python-version 3.11 hosts/locks/nonebot.in -o hosts/locks/nonebot.lock
 	$(UV) pip compile --quiet --python-version 3.11 benchmarks/mem0.in -o benchmarks/mem0.lock
+	$(UV) pip compile --quiet --python-version 3.11 benchmarks/timelibs.in -o benchmarks/timelibs.lock
 
 # Benchmarks: figures printed with the machine noted. `make test` runs each at a smoke size
 # (tests/benchmarks/test_bench_smoke.py, tests/benchmarks/test_bench_memory.py): the report's shape, never speed.
@@ -127,7 +140,7 @@ bench-locomo: setup
 	$(BIN)/python -m benchmarks.locomo $(ARGS)
 
 clean:
-	rm -rf $(VENV) .tools .groupmind .mypy_cache .ruff_cache .pytest_cache $(MEM0_VENV) \
+	rm -rf $(VENV) .tools .groupmind .mypy_cache .ruff_cache .pytest_cache $(MEM0_VENV) $(TIMELIBS_VENV) \
 		$(ASTRBOT_VENV) $(NONEBOT_VENV)
 
 bench-irc: setup
@@ -171,6 +184,10 @@ bench-model: setup model
 bench-slots: setup
 	$(BIN)/python -m benchmarks.turn_slots $(ARGS)
 	$(BIN)/python -m benchmarks.msc_slots $(ARGS)
+
+# Chinese time words: the rules' calendar beside jionlp and Recognizers-Text (labelled here).
+bench-times: setup timelibs-venv
+	$(BIN)/python -m benchmarks.zh_times $(ARGS)
 
 bench-memory: setup mem0-venv
 	$(BIN)/python -m benchmarks.memory $(ARGS)

@@ -218,3 +218,21 @@ def test_bench_msc_slots_reads_the_annotators_lines_and_scores_both_parts() -> N
         total = found[split]["all"]
         assert total["gold"] > 500 and 0 < total["found"] <= total["gold"]
         assert 0 < total["right"] <= total["learned"]
+
+
+def test_bench_times_reads_every_label_and_sets_the_libraries_beside_the_rules() -> None:
+    from benchmarks.zh_times import LABELS, TIMELIBS_PYTHON, labels
+
+    needs(SHARED_DATA / "dialogre" / "cn" / "dev.json")
+    words = sum(len(line.split()) - 1 for line in LABELS.strip().splitlines())
+    assert len(list(labels("all"))) == words  # every label's word is in its sentence
+    if not TIMELIBS_PYTHON.exists() and os.environ.get("GROUPMIND_REQUIRE_SERVICES"):
+        pytest.fail("make timelibs-venv: CI sets the libraries beside the rules")
+    found = json.loads(bench("zh_times", "--json"))
+    for part in found["parts"]:
+        systems = part["systems"]
+        expected = 3 if TIMELIBS_PYTHON.exists() else 1
+        assert len(systems) == expected, systems
+        for s in systems.values():
+            assert s["right"] + s["wrong"] + s["missed"] == s["meant"] > 0
+            assert s["false"] + s["quiet"] == s["not_meant"]
