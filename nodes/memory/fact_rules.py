@@ -25,6 +25,8 @@ _ZH_SUBJECT = re.compile(
     r"^(?:其实|现在|我说|对了|嗯|哦|啊|哈哈|不过|而且|所以|但是)?\s*(我|你|您)(?!们)"
 )
 _QUESTION = re.compile(r"[?？]|吗|呢[，。！]?$|什么|哪|谁|多少|几岁|怎么|是不是|有没有")
+# a question that presumes what it asks (你终于到北京了？ You finally got to Boston?)
+_PRESUMED = re.compile(r"(?:终于|总算|\bfinally\b)[^，,。！？!?]*[了啦]?[?？]$", re.I)
 _NEGATED = re.compile(r"^(?:不|没|别|并不|从不|从没)")
 _CORRECTED = re.compile(r"^(?:并?不是)([^，,。！？!?\s]{1,12}?)[，,]?(?:而|但)?是(.+)$")
 _PRONOUN_VALUE = re.compile(
@@ -58,7 +60,7 @@ _EN_VAGUE = re.compile(
     r"|\b(?:there|here)$",
     re.I,
 )
-_END = r"(?:吧|啊|呀|哦|嘛|了)?(?:[，,。！!～~]|$)"  # the value ends the clause
+_END = r"(?:吧|啊|呀|哦|嘛|了)?(?:[，,。！!～~?？]|$)"  # the value ends the clause
 _PETS = "猫|狗|猫咪|狗狗|小狗|小猫|兔子|仓鼠|鹦鹉|鱼|龟|蛇|马|泰迪|金毛|柯基|哈士奇|牧羊犬|柴犬|布偶猫|英短|橘猫"
 _KIN = (
     "父母|爸妈|妈妈|爸爸|母亲|父亲|哥哥|姐姐|妹妹|弟弟|女儿|儿子|孩子|老婆|老公|丈夫|妻子|爷爷|奶奶|"
@@ -86,6 +88,9 @@ ZH_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("school", re.compile(rf"^(?:今年|现在)?(?:都)?(?:读|上|在读)?({_GRADE})了?" + _END)),
     ("location", re.compile(r"^(?:现在)?(?:住在|生活在|定居在?|搬到了?|搬去了?|家在)" + _V + r"(?:了|住|生活|工作|[，,。！!～~]|$)")),
     ("location", re.compile(r"^(?:现在)?在" + _V + r"(?:生活|居住|定居)" + _END)),
+    # where they now are: 我到北京了, 终于来到上海啦 (a place jieba knows; 到家了 is none)
+    ("location", re.compile(r"^(?:已经|终于|总算|刚|刚刚)?(?:到|来到|回到|抵达)了?" + _V + r"(?:了|啦)" + _END)),
+    ("location", re.compile(r"^(?:已经|终于|总算|刚|刚刚)(?:到|来到|抵达)了?" + _V + _END)),
     ("hometown", re.compile(r"^(?:来自|老家(?:是|在)|出生在|出生于|生在)" + _V + r"(?:的|[，,。！!～~]|$)")),
     ("hometown", re.compile(r"^是([^，,。！？!?\s]{2,6}?)人" + _END)),
     ("hometown", re.compile(r"^(?:是)?在" + _V + r"长大的?" + _END)),
@@ -153,6 +158,8 @@ EN_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("workplace", re.compile(r"^ (?:work|am working) (?:at|for) ((?:an? |the )?\w[\w'& ]{1,40}?)(?=[,.!?]|$| as | and | so | but )", re.I)),
     ("location", re.compile(r"^ (?:currently |still |now )?(?:live|lives|am living) in ((?:the )?\w[\w' ]{1,30}?)" + _EN_END, re.I)),
     ("location", re.compile(r"^ (?:just |recently )?moved to ((?:the )?\w[\w' ]{1,30}?)" + _EN_END, re.I)),
+    # I finally got to Boston: a place by its capital (I got to go is none)
+    ("location", re.compile(r"^ (?:just |finally |safely )?(?:got to|arrived in|arrived at|made it to) ((?:the )?[A-Z][\w']+(?: [A-Z][\w']+)*)" + _EN_END)),
     ("hometown", re.compile(r"^(?:'m|’m| am|'re| are) (?:originally |actually )?from ((?:the )?\w[\w' ]{1,30}?)" + _EN_END, re.I)),
     ("hometown", re.compile(r"^ grew up in ((?:the )?\w[\w' ]{1,30}?)" + _EN_END, re.I)),
     ("partner", re.compile(r"^(?:'m|’m| am) (married|engaged)\b")),
@@ -220,7 +227,7 @@ def stated(text: str, names: tuple[str, ...] = ()) -> list[Stated]:
             subject = None
         body, who = _subject(clause.strip(), names)
         subject = who or subject
-        if subject is None or _QUESTION.search(clause):
+        if subject is None or (_QUESTION.search(clause) and not _PRESUMED.search(clause.strip())):
             continue
         if m := _CORRECTED.match(body):  # 不是老师是医生: what follows the denial stands
             body = corrected(m.group(1), m.group(2))

@@ -211,3 +211,28 @@ def test_an_english_sentence_is_a_clause_of_its_own() -> None:
         "It costs 3.5 dollars.",  # 3.5 ends no sentence
         " I like cats.",
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("我到北京了", [("\0self", "北京")]),
+        ("哈哈我终于来到上海啦！", [("\0self", "上海")]),
+        ("我刚到杭州，好累", [("\0self", "杭州")]),
+        ("你终于到北京了？", [("\0addressee", "北京")]),  # a question that presumes it
+        ("I finally got to Boston!", [("\0self", "Boston")]),
+        ("I arrived in New York last night.", [("\0self", "New York")]),
+        ("You finally got to Boston?", [("\0addressee", "Boston")]),
+        # nowhere: not a place, a question that asks, a denial, no capital
+        ("我到家了", []),
+        ("我到公司了", []),
+        ("你到北京了吗？", []),
+        ("我没到北京", []),
+        ("I got to go now", []),
+        ("Did you get to Boston?", []),
+    ],
+)
+def test_where_someone_has_arrived_is_where_they_are(
+    text: str, expected: list[tuple[str, str]]
+) -> None:
+    assert [(s.subject, s.value) for s in stated(text) if s.type == "location"] == expected
