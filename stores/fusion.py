@@ -74,7 +74,7 @@ class OtherWeights(Weights):
     LoCoMo's first five conversations (no neighbour turns); its last five and MemoryBank-en
     check them (docs/benchmarks/locomo.md, "Stop 59")."""
 
-    # by score, with around: LoCoMo R@5 0.617 -> 0.707 (held-out half 0.695)
+    # by score, with around: LoCoMo R@5 0.620 -> 0.703 (held-out half 0.691)
     by: By = Field(
         default="score",
         description="`rank`: each side adds weight / (rrf_k + rank + 1); `score`: weight × "
@@ -96,8 +96,10 @@ class OtherWeights(Weights):
         description="for a question naming a member: the weight of one more dense ranking, "
         "of the question with their names kept (0: off)",
     )
+    # (0.4, 0.25) found more (R@5 0.707) but put the questions whose evidence spans
+    # sessions below the dense side alone (0.333 against 0.336; docs/benchmarks/locomo.md)
     around: tuple[float, ...] = Field(
-        default=(0.4, 0.25),
+        default=(0.3, 0.2),
         description="what share of a memory's score goes to the memories said 1, 2, ... "
         "before and after it in its talk (a question and its answer find each other; "
         "empty: none)",

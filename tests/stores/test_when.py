@@ -100,7 +100,7 @@ def test_one_fusion_weight_can_be_set_alone_from_the_environment(
     monkeypatch.setenv("GROUPMIND_SEARCH__ZH__LEXICAL", "0.25")
     search = Settings(_env_file=None).search  # type: ignore[call-arg]
     assert (search.other.dense, search.other.lexical, search.other.person) == (1.0, 1.25, 0.0)
-    assert (search.other.by, search.zh.by, search.other.around) == ("score", "rank", (0.4, 0.25))
+    assert (search.other.by, search.zh.by, search.other.around) == ("score", "rank", (0.3, 0.2))
     assert (search.zh.dense, search.zh.lexical, search.zh.person) == (1.0, 0.25, 1.0)
     assert (
         search.weights_for("小明在哪") is search.zh and search.weights_for("where") is search.other
