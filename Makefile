@@ -68,28 +68,25 @@ $(DEPLOY_VENV)/.e5: $(DEPLOY_VENV)/.ready groupmind/e5_engine.py
 
 deploy-venv: $(DEPLOY_VENV)/.ready $(DEPLOY_VENV)/.e5
 
-# mem0, which bench-memory sets beside groupmind, in its own environment (its pins are its
-# own); imports nothing of groupmind (benchmarks/mem0_arm.py).
-MEM0_VENV := benchmarks/.mem0-venv
-$(MEM0_VENV)/.ready: $(UV) benchmarks/mem0.lock
-	rm -rf $(MEM0_VENV)
-	$(PY) -m venv $(MEM0_VENV)
-	$(UV) pip install --quiet --compile-bytecode --python $(MEM0_VENV)/bin/python \
-		-r benchmarks/mem0.lock
-	touch $@
+# A benchmark's peer in an environment of its own, installed from its lock alone (its pins
+# are its own; the peer's arm imports nothing of groupmind): $(1) the folder, $(2) the lock.
+define locked_venv
+$(1)/.ready: $(UV) $(2)
+	rm -rf $(1)
+	$(PY) -m venv $(1)
+	$(UV) pip install --quiet --compile-bytecode --python $(1)/bin/python -r $(2)
+	touch $$@
+endef
 
+# mem0, which bench-memory sets beside groupmind (benchmarks/mem0_arm.py)
+MEM0_VENV := benchmarks/.mem0-venv
+$(eval $(call locked_venv,$(MEM0_VENV),benchmarks/mem0.lock))
 mem0-venv: $(MEM0_VENV)/.ready
 
-# jionlp and Microsoft Recognizers-Text, which bench-times sets beside the rules' calendar,
-# in their own environment; imports nothing of groupmind (benchmarks/timelibs_arm.py).
+# jionlp and Microsoft Recognizers-Text, which bench-times sets beside the rules' calendar
+# (benchmarks/timelibs_arm.py)
 TIMELIBS_VENV := benchmarks/.timelibs-venv
-$(TIMELIBS_VENV)/.ready: $(UV) benchmarks/timelibs.lock
-	rm -rf $(TIMELIBS_VENV)
-	$(PY) -m venv $(TIMELIBS_VENV)
-	$(UV) pip install --quiet --compile-bytecode --python $(TIMELIBS_VENV)/bin/python \
-		-r benchmarks/timelibs.lock
-	touch $@
-
+$(eval $(call locked_venv,$(TIMELIBS_VENV),benchmarks/timelibs.lock))
 timelibs-venv: $(TIMELIBS_VENV)/.ready
 
 # The host bot frameworks the plugins are proven in (tests/hosts), each in its own
