@@ -190,6 +190,7 @@ def main() -> None:
     by_cat: dict[int, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     latencies: list[float] = []
     every_session: dict[int, list[float]] = defaultdict(list)
+    every_by_part: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     across: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     by_part: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
     tokens: dict[int, list[int]] = defaultdict(list)
@@ -219,18 +220,19 @@ def main() -> None:
             hits = session.deps.events.search(query)
             latencies.append((time.perf_counter() - t0) * 1000)
             ranked = [h.event.id for h in hits]
+            part = "tuning (conversations 1-5)" if n < TUNING else "held out (6-10)"
             for k in KS:
                 found = len(gold & set(ranked[:k]))
                 recall[k].append(found / len(gold))
                 hit[k].append(float(found > 0))
                 by_cat[qa["category"]][k].append(found / len(gold))
-                part = "tuning (conversations 1-5)" if n < TUNING else "held out (6-10)"
                 by_part[part][k].append(found / len(gold))
             sessions = {g.split(":")[1] for g in gold}  # "conv-26:D3:12" -> D3
             if len(sessions) > 1:  # LongMemEval's multi-session question: all of them found?
                 for k in (5, 10):
                     top = {r.split(":")[1] for r in ranked[:k]}
                     every_session[k].append(float(sessions <= top))
+                    every_by_part[part][k].append(float(sessions <= top))
             for k in (5, 10):
                 tokens[k].append(sum(counter.token_count(h.event.text) for h in hits[:k]))
             vector = store.vector.embed_query(query.text)
@@ -266,6 +268,10 @@ def main() -> None:
             "questions": len(every_session[5]),
             "every_session_in_top5": sum(every_session[5]) / max(1, len(every_session[5])),
             "every_session_in_top10": sum(every_session[10]) / max(1, len(every_session[10])),
+            "by_part": {
+                part: {k: sum(v) / len(v) for k, v in ks.items()}
+                for part, ks in every_by_part.items()
+            },
         },
         "across_sessions_recall": {
             n: {k: sum(v) / len(v) for k, v in ks.items()} for n, ks in across.items()
@@ -322,6 +328,8 @@ def print_report(r: dict[str, Any]) -> None:
             s["p95"] <= t["search_p95_ms"],
         ),
     ]
+    for part, ks in m.get("by_part", {}).items():
+        console.print(f"  every gold session, {part}: top 5 {ks[5]:.3f}, top 10 {ks[10]:.3f}")
     for figure, target, ok in checks:
         console.print(
             f"{figure} (target {target}): " + ("[green]met[/]" if ok else "[red]MISSED[/]")

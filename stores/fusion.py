@@ -67,6 +67,14 @@ class Weights(BaseModel):
         "before and after it in its talk (a question and its answer find each other; "
         "empty: none)",
     )
+    many: float = Field(
+        default=1.0,
+        gt=0,
+        le=1,
+        description="for a question asking for several things over time (``stores.many``): "
+        "each further memory from a session already in the top k counts this much less "
+        "(1: off)",
+    )
 
 
 class OtherWeights(Weights):

@@ -40,6 +40,7 @@ from stores.base import EventHit, EventQuery, EventRecord, EventStore
 from stores.decay import Decay, Strength
 from stores.fused import Timeline, fuse, lift_unit, spread
 from stores.fusion import Fusion, Weights
+from stores.many import asks_for_many
 from stores.people import Focus, People, focus_of
 from stores.said import Said
 from stores.scope_members import ScopeMembers, Sealed
@@ -345,10 +346,11 @@ class HybridEventStore:
         ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
         if self.strength is not None and self.decay.weight:
             ranked = self._fade(ranked[: query.top_k * 4], query.now, w) + ranked[query.top_k * 4 :]
-        if f.diversity < 1:
+        factor = min(f.diversity, w.many if asks_for_many(query.text) else 1.0)
+        if factor < 1:
             pool = ranked[: query.top_k * 4]
             self._fetch([i for i, _ in pool], records)
-            best = diverse(pool, records, query.top_k, f.diversity)
+            best = diverse(pool, records, query.top_k, factor)
         else:
             best = ranked[: query.top_k]
         self._fetch([i for i, _ in best], records)
