@@ -170,6 +170,8 @@ def _who(pronoun: str, before: str, scene: Scene) -> str | None:
     if pronoun in ZH_SECOND_PLURAL:
         return join_names(scene.others[:3]) if scene.others else scene.addressee
     if pronoun in ZH_THIRD_PLURAL:
+        if zh_person_before(before, len(before), pronoun) >= 0:
+            return None  # bound in these words (那些编剧…他们): it stays
         return last_people(before, scene)
     return None  # 它: a thing, left for the gate
 

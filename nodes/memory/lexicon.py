@@ -38,28 +38,41 @@ ZH_PRONOUNS = (
     "它",
 )
 ZH_FIRST = {"我", "咱", "俺"}
+# jieba keeps 我爱你 whole: a pronoun that ends a word a pronoun begins is one too
+_ZH_ONE_CHAR = {"我", "你", "您", "他", "她"}
 ZH_FIRST_PLURAL = {"我们", "咱们"}
 ZH_SECOND = {"你", "您"}
 ZH_SECOND_PLURAL = {"你们", "您们"}
 ZH_NOT_PRONOUN = {"你好", "您好", "你们好", "我行我素", "它山之石"}
-# 它 is a thing or an animal, as English "it" is: never held against a memory
-ZH_THING = {"它"}
+# 它 / 它们 are things or animals, as English "it" is: never held against a memory
+ZH_THING = {"它", "它们"}
 # A person a 他 / 她 can stand for, said before it in the same words ("你的糕点厨师，她…",
 # "我那个双胞胎姐姐…她"): the pronoun is bound there and stays, as English "the main
 # character… he" does.
 _ZH_PERSON_NOUNS = {
     "他": "男人|男孩|男生|先生|爸爸|父亲|哥哥|弟弟|儿子|男友|男朋友|丈夫|老公|爷爷|外公|叔叔|舅舅|"
-    "前夫|未婚夫|国王|王子|小伙子|老头",
+    "前夫|未婚夫|国王|王子|小伙子|老头|新郎|伴郎|帅哥",
     "她": "女人|女孩|女生|女士|姑娘|小姐|妈妈|母亲|姐姐|妹妹|女儿|女友|女朋友|妻子|老婆|奶奶|外婆|"
-    "阿姨|姑姑|太太|夫人|前妻|未婚妻|女王|公主|女演员|老太太",
+    "阿姨|姑姑|太太|夫人|前妻|未婚妻|女王|公主|女演员|老太太|新娘|伴娘|美女",
     "": "朋友|同事|老板|老师|医生|护士|厨师|师傅|病人|客人|家伙|室友|邻居|演员|作家|同学|顾客|"
-    "律师|经理|学生|孩子|宝宝|婴儿|对象|前任|网友|房东|教授|主角|陌生人",
+    "律师|经理|学生|孩子|宝宝|婴儿|对象|前任|网友|房东|教授|主角|陌生人|制作人|模特|歌手|导演|"
+    "司机|服务员|秘书|助理|警察|船长|小孩|记者|画家|作者",
 }
 _ZH_PERSON = {
     pronoun: re.compile(f"(?:{words}|{_ZH_PERSON_NOUNS['']})")
     for pronoun, words in _ZH_PERSON_NOUNS.items()
     if pronoun
 }
+# People a 他们 / 她们 can stand for, as English "these books… them": a counted or pointed
+# group of persons (那些编剧, 5个朋友, 一楼那对夫妇), a noun with 们 (顾客们), a group word.
+_ZH_ANY_PERSON = "|".join((*_ZH_PERSON_NOUNS.values(), "人|编剧|夫妇|夫妻"))
+_ZH_PEOPLE = re.compile(
+    rf"(?:那些|这些|一些|有些|好些|很多|许多|好多|一群|一帮|那对|这对|一对|几个|"
+    rf"[0-9一二两三四五六七八九十几]+个)[^，。！？,.!?\s]{{0,6}}?(?:{_ZH_ANY_PERSON})"
+    rf"|(?:{_ZH_ANY_PERSON}|(?![我你您他她它咱])[\u4e00-\u9fff])们"
+    r"|夫妇|夫妻|父母|爸妈|家人|大家|人们|家长|双方|俩|两人|二人|团队|乐队|剧组"
+)
+_ZH_PERSON.update({"他们": _ZH_PEOPLE, "她们": _ZH_PEOPLE})
 
 ZH_TIME = re.compile(
     r"大前天|前天|昨天|昨日|今天|今日|明天|明日|后天|大后天"
@@ -216,6 +229,9 @@ def zh_pronoun_tokens(text: str) -> list[tuple[int, int, str]]:
         for pronoun in ZH_PRONOUNS:
             if word.startswith(pronoun):
                 found.append((start, start + len(pronoun), pronoun))
+                end = start + len(word)
+                if len(word) > len(pronoun) + 1 and word[-1] in _ZH_ONE_CHAR:  # 我爱你
+                    found.append((end - 1, end, word[-1]))
                 break
     return found
 

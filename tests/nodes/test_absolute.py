@@ -315,8 +315,13 @@ def test_a_pronoun_with_nothing_it_can_stand_for_before_is_still_relative() -> N
          "艾米丽的双胞胎姐姐正好经过，还是罗斯早知道她会搭这班车？"),
         ("因为跟你的前任女友上过床的人都会这么说，她也这么说。",
          "因为跟罗斯的前任女友上过床的人都会这么说，她也这么说。"),
-        # 它 is a thing or an animal, as English "it" is
+        # 它 / 它们 are things or animals, as English "it" is
         ("我拿起一根木柴，并把它扔进火里。", "艾米丽拿起一根木柴，并把它扔进火里。"),
+        ("别担心，它们还在。", "别担心，它们还在。"),
+        ("我刚认识了一个唱片公司的制作人，她说我的声音很特别",
+         "艾米丽刚认识了一个唱片公司的制作人，她说艾米丽的声音很特别"),
+        # jieba keeps 我爱你 whole: its 你 is the one addressed too
+        ("但是我爱你。", "但是艾米丽爱罗斯。"),
     ],
 )  # fmt: skip
 def test_a_chinese_pronoun_after_what_it_stands_for_in_the_same_words_stays(
@@ -339,3 +344,20 @@ def test_a_name_said_after_the_person_noun_is_whom_the_pronoun_means() -> None:
     )
     assert absolutize("瑞秋说那个厨师说她会来", scene) == "瑞秋说那个厨师说她会来"  # the cook
     assert [f.text for f in find_relative("瑞秋的朋友说他们会来", ())] == ["他们"]
+
+
+def test_a_group_said_before_their_pronoun_binds_it() -> None:
+    """他们 / 她们 after a counted or pointed group of persons (那些编剧, 5个朋友, 顾客们)
+    stay, as English "these books… them" does; after none, or after things, they are
+    still relative."""
+    scene = Scene(MONDAY, "艾米丽", "罗斯", "群", "the group", names=("艾米丽", "罗斯", "瑞秋"),
+                  earlier=("瑞秋和莫妮卡来了",))  # fmt: skip
+    bound = "那些编剧总是把剧本送来，所以他们不会生气"
+    assert absolutize(bound, scene) == bound and not find_relative(bound)
+    assert not find_relative("小明有5个朋友不吃，虽然他们中的一个连书都吃")
+    assert not find_relative("教顾客们做按摩，结果她们真的做了")
+    assert [f.text for f in find_relative("那些东西他们不要")] == ["他们"]
+    assert [f.text for f in find_relative("它们和他们")] == ["他们"]
+    assert [f.text for f in find_relative("我们去吃饭，他们不来")] == ["我们", "他们"]
+    # nothing in the words: the people named last stand for them
+    assert absolutize("他们不会生气", scene) == "瑞秋和莫妮卡不会生气"
