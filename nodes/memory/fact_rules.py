@@ -237,7 +237,7 @@ def stated(text: str, names: tuple[str, ...] = ()) -> list[Stated]:
             if (subject, kind) not in seen:
                 seen.add((subject, kind))
                 out.append(Stated(subject, kind, value))
-    for subject, kind, value in owned(text):
+    for subject, kind, value in owned(text, names):
         if (subject, kind) not in seen:
             seen.add((subject, kind))
             out.append(Stated(subject, kind, value))
@@ -253,8 +253,10 @@ def corrected(denied: str, instead: str) -> str:
     return f"是{instead}"
 
 
-def owned(text: str) -> Iterator[tuple[str, str, str]]:
-    """(owner, kind, value) of the kin, partners and pets a text says someone has."""
+def owned(text: str, names: tuple[str, ...] = ()) -> Iterator[tuple[str, str, str]]:
+    """(owner, kind, value) of the kin, partners and pets a text says someone has: the
+    speaker's or the addressee's (我老婆, 你家狗狗), or a member's with 的 (罗斯的妹妹; with
+    no 的, 乔伊叔叔 is what Joey is called, not whom he has)."""
     for m in _EN_OWNED.finditer(text):
         if not _EN_NOT_OWNED.search(text[max(0, m.start() - 16) : m.start()]):
             owner = SELF if m.group(1).lower() == "my" else ADDRESSEE
@@ -263,8 +265,22 @@ def owned(text: str) -> Iterator[tuple[str, str, str]]:
             yield owner, kind, word
     if _NOT_OWNED.search(text):
         return
-    for m in _OWNED.finditer(text):
-        owner = SELF if m.group(1) == "我" else ADDRESSEE
+    members = [re.escape(n) for n in sorted(names, key=len, reverse=True) if len(n) > 1]
+    for pattern in (_OWNED, *([_named_owner("|".join(members))] if members else [])):
+        yield from _owned_by(pattern, text)
+
+
+def _named_owner(members: str) -> re.Pattern[str]:
+    return re.compile(
+        rf"({members})的(?:大|小|二|亲)?"
+        rf"(?:(表|堂)(哥|姐|弟|妹)|({_PARTNERS})|({_KIN}|爸|妈|哥|姐|弟|妹)|({_OWNED_PETS}))"
+        r"(?![们妹弟子])"
+    )
+
+
+def _owned_by(pattern: re.Pattern[str], text: str) -> Iterator[tuple[str, str, str]]:
+    for m in pattern.finditer(text):
+        owner = {"我": SELF, "你": ADDRESSEE, "您": ADDRESSEE}.get(m.group(1), m.group(1))
         if m.group(2):
             yield owner, "family", f"有{m.group(2)}{m.group(3)}"
         elif m.group(4):

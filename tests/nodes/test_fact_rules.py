@@ -119,6 +119,26 @@ def test_kin_partners_and_pets_someone_owns_are_theirs(
 
 
 @pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # from DialogRE-cn train's turns: what one member says another has
+        ("你们大多数人不认识我, 我是瑞秋的男友...", [("瑞秋", "partner", "男友")]),
+        ("你好，我是罗斯的妹妹。", [("罗斯", "family", "有妹妹")]),
+        ("瑞秋的猫又跑出去了", [("瑞秋", "pet", "猫")]),
+        # with no 的 a kin word after a name is what they are called (Uncle Joey)
+        ("你今天跟乔伊叔叔玩得开心吗", []),
+        ("嗨，乔伊的姐妹们！", []),  # 姐妹们: not one sister
+        ("她的男朋友是医生", []),  # nobody named
+    ],
+)  # fmt: skip
+def test_what_a_member_is_said_to_have_is_theirs(
+    text: str, expected: list[tuple[str, str, str]]
+) -> None:
+    found = stated(text, ("瑞秋", "罗斯", "乔伊"))
+    assert [(s.subject, s.type, s.value) for s in found] == expected
+
+
+@pytest.mark.parametrize(
     "text",
     [
         "我的妈呀，吓死我了",
