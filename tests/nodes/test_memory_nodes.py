@@ -291,6 +291,18 @@ def test_the_rules_merge_reads_the_message_once_and_can_run_again(deps: Deps) ->
     assert [facts(o.key_facts) for o in again.others] == [[{"type": "job", "value": "医生"}]]
 
 
+def test_what_one_member_says_another_has_is_told_about_them(deps: Deps) -> None:
+    from nodes.memory.profile_rules import told
+    from state.memory import current_job
+
+    recent = [{"user_id": "10002", "user_name": "小红", "content": "在吗"}]
+    state = state_for(deps, new_info="小红的男朋友下周来看她", recent_messages=recent)
+    job = current_job(state)  # type: ignore[arg-type]
+    about = told(job, job.new_info, {})
+    assert [(f["type"], f["value"]) for f in about["10002"]] == [("partner", "男朋友")]
+    assert job.user_id not in about  # the teller has no boyfriend by saying so
+
+
 @pytest.mark.parametrize(
     ("text", "said", "level"),
     [
