@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint settings-doc serve deploy-venv mem0-venv timelibs-venv astrbot-venv nonebot-venv locks model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory bench-slots bench-times bench-scale bench-e5 bench-chroma-shards clean
+.PHONY: setup demo test lint settings-doc serve deploy-venv mem0-venv timelibs-venv astrbot-venv nonebot-venv locks model model-serve bench bench-locomo bench-irc bench-latency bench-leaks bench-faults bench-model bench-memory bench-slots bench-slots-llm bench-times bench-scale bench-e5 bench-chroma-shards clean
 
 $(UV):
 	$(PY) -m venv .tools
@@ -181,6 +181,11 @@ bench-model: setup model
 bench-slots: setup
 	$(BIN)/python -m benchmarks.turn_slots $(ARGS)
 	$(BIN)/python -m benchmarks.msc_slots $(ARGS)
+
+# The llm profile merge beside the rules on the slot benches' test parts (a real model:
+# make model's llama-server, or ARGS="--url ...").
+bench-slots-llm: setup model
+	$(BIN)/python -m benchmarks.slots_llm $(ARGS)
 
 # Chinese time words: the rules' calendar beside jionlp and Recognizers-Text (labelled here).
 bench-times: setup timelibs-venv

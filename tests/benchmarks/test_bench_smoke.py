@@ -236,3 +236,21 @@ def test_bench_times_reads_every_label_and_sets_the_libraries_beside_the_rules()
         for s in systems.values():
             assert s["right"] + s["wrong"] + s["missed"] == s["meant"] > 0
             assert s["false"] + s["quiet"] == s["not_meant"]
+
+
+def test_bench_slots_llm_sets_the_merge_beside_the_rules(tmp_path: Path) -> None:
+    """Through an OpenAI-compatible stand-in that says every speaker has a dog: both arms on
+    both sets' samples, and the merge's answers are what its arm learned."""
+    from standins.model import Script, serve
+
+    needs(SHARED_DATA / "dulemon-samples" / "samples.json")
+    answer = {"impression_text": "x", "affection_change": 0.0, "user_summary": "x",
+              "key_facts": [{"type": "pet", "value": "狗"}], "preference_keywords": []}  # fmt: skip
+    with serve(Script(structured=lambda body: answer)) as standin:
+        bench("slots_llm", "--url", standin.url, "--n", "2", "--out", str(tmp_path))
+        asked = len(standin.requests)
+    sets = report(tmp_path, "slots-llm-*.json")["sets"]
+    assert asked == 8  # two sets, two turns with a label and two without each
+    for arms in sets.values():
+        assert set(arms) == {"rules", "llm"}
+        assert arms["llm"]["learned"] == 4 and arms["llm"]["no_answer"] == 0
