@@ -14,7 +14,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from stores.text import PLACE_POS, tagged
+from stores.script import has_cjk
+from stores.text import PLACE_POS, tagged, terms
 
 SELF, ADDRESSEE = "\0self", "\0addressee"
 # a full stop ends an English sentence when a space or the end follows (3.5 does not)
@@ -206,6 +207,16 @@ def acceptable(kind: str, value: str) -> bool:
     if kind in PLACE_SLOTS and any("\u4e00" <= c <= "\u9fff" for c in v):
         return any(flag in PLACE_POS or flag == "nt" for _, flag, _ in tagged(v))
     return True
+
+
+def grounded(value: str, source: str) -> bool:
+    """Whether a value was said in ``source``: its content words (English, stemmed), or at
+    least half its characters (Chinese, 有 / 的 / 是 aside: 我哥 grounds 有哥哥). A model's
+    fact that was not said is its guess (北京大学 out of "你在我心里一直是最棒的")."""
+    if has_cjk(value):
+        chars = {c for c in value if has_cjk(c)} - set("有的是个了")
+        return bool(chars) and 2 * len(chars & set(source)) >= len(chars)
+    return bool(set(terms(value, bigrams=False)) & set(terms(source, bigrams=False)))
 
 
 def _clauses(text: str) -> Iterator[tuple[str, bool]]:

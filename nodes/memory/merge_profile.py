@@ -4,7 +4,8 @@ seed 000 §2-3). Runs only when new_info is not empty. The merge reads only the 
 chat's profile, so a sharing policy can never copy one chat's content into another's.
 Variants: ``rules`` (patterns, offline) and ``llm`` (structured output, ``nodes/model.py``,
 validated by pydantic; malformed output skips the update and the event stays stored; an
-unreachable or failing endpoint fails the job, which is retried later).
+unreachable or failing endpoint fails the job, which is retried later). A fact or liking
+the model gives that no line of the job says is dropped (``fact_rules.grounded``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pydantic import BaseModel, Field, ValidationError
 from domain.people import KEY_FACT_TYPES
 from nodes import model
 from nodes.deps import Deps, need_chat
+from nodes.memory.fact_rules import acceptable, grounded
 from nodes.memory.profile_change import (
     Current,
     MalformedProfile,
@@ -120,13 +122,17 @@ def llm_change(job: MemoryJob, update: ProfileUpdate, current: Current) -> Profi
     rel = finish_relationship(rel, update.affection_change, job.when.timestamp())
     learned = base_learned(job, current.learned)
     learned.impression_text = trim_impression(update.impression_text)
-    facts = [*update.key_facts, *job.key_facts]  # the tool's facts last: they win
+    # what the model says was said must have been: a value in no line of the job is its guess
+    source = "\n".join([job.raw_text, *(m.content for m in job.recent_messages)])
+    said = [
+        f for f in update.key_facts if acceptable(f.type, f.value) and grounded(f.value, source)
+    ]
+    facts = [*said, *job.key_facts]  # the tool's facts last: they win
     told = [{**f.model_dump(), **provenance(job)} for f in facts]
     history = list(learned.traits.get("history", []))
     learned.key_facts = merge_key_facts(learned.key_facts, told, history)
-    learned.preference_keywords = unique(
-        [*learned.preference_keywords, *update.preference_keywords], 20
-    )
+    liked = [p for p in update.preference_keywords if grounded(p, source)]
+    learned.preference_keywords = unique([*learned.preference_keywords, *liked], 20)
     learned.summary = update.user_summary
     learned.traits = {**update.user_traits, "history": history}
     old_group = current.group

@@ -141,16 +141,20 @@ def test_llm_merge_is_validated_and_bounded(deps: Deps) -> None:
     answer = {
         "impression_text": "小明是个认真的后端程序员。",
         "affection_change": 0.5,  # more than the seed allows: clamped to 0.03
-        "key_facts": [{"type": "job", "value": "后端程序员"}],
+        # the birthday was said; the job is the model's guess, said nowhere in the job
+        "key_facts": [{"type": "birthday", "value": "11月23日"},
+                      {"type": "job", "value": "后端程序员"}],
+        "preference_keywords": ["出差", "Python"],
         "user_summary": "小明，后端程序员",
         "group_summary": "技术交流群聊 Python",
-    }
+    }  # fmt: skip
     chat = FakeChat(script=[answer])
     out = run(with_chat(deps, chat), job(), variants=LLM_MERGE)
     assert out["profile"] == "updated"
     rel = deps.profiles.get_relationship("qq", "10001")
     assert rel is not None and rel.relationship_score == 0.03
-    assert facts(learned(deps).key_facts) == [{"type": "job", "value": "后端程序员"}]
+    assert facts(learned(deps).key_facts) == [{"type": "birthday", "value": "11月23日"}]
+    assert learned(deps).preference_keywords == ["出差"]
     assert learned(deps).impression_text == "小明是个认真的后端程序员。"
     group = deps.profiles.get_group("qq", "1001")
     assert group is not None and group.summary == "技术交流群聊 Python"
