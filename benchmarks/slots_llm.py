@@ -4,7 +4,8 @@ labels) and MSC's utterances (``benchmarks.msc_slots``, English, the annotators'
 lines). Each arm reads the same sample: test turns with something to learn about their
 speaker and as many without (seeded), so precision meets turns that state nothing. The
 `llm` arm is the merge's own prompt and schema (``nodes.memory.merge_profile``) on a chat
-it has no profile in yet; its key facts and preferences are what it learned.
+it has no profile in yet; what the merge keeps of its key facts and preferences (those the
+turn says) is what it learned.
 
     make bench-slots-llm                          # the local model of make model
     make bench-slots-llm ARGS="--url http://127.0.0.1:8080/v1 --model qwen --n 10"
@@ -32,7 +33,7 @@ from benchmarks.model import endpoint, settings_for
 from groupmind.providers import make_chat_model
 from groupmind.wiring import model_of
 from nodes import model
-from nodes.memory.merge_profile import ProfileUpdate, render_profile_prompt
+from nodes.memory.merge_profile import ProfileUpdate, render_profile_prompt, said_in
 from nodes.memory.profile_change import Current
 from state.memory import MemoryJob
 from stores.script import has_cjk
@@ -109,9 +110,8 @@ def llm_arm(chat: Any, policy: model.StructuredOutput) -> Callable[[Item, str], 
             )
         except model.ModelError:
             return None
-        return [(f.type, f.value) for f in update.key_facts] + [
-            ("like", p) for p in update.preference_keywords
-        ]
+        facts, liked = said_in(job_of(item), update)  # what the merge keeps of the answer
+        return [(f.type, f.value) for f in facts] + [("like", p) for p in liked]
 
     return learn
 

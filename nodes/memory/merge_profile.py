@@ -116,22 +116,28 @@ def render_profile_prompt(job: MemoryJob, current: Current, persona: str) -> str
     )
 
 
+def said_in(job: MemoryJob, update: ProfileUpdate) -> tuple[list[KeyFact], list[str]]:
+    """The model's key facts and likings that the job says: a value in no line of it (its
+    words, the recent messages) is the model's guess, and a value no profile may hold
+    (``fact_rules.acceptable``) is dropped too."""
+    source = "\n".join([job.raw_text, *(m.content for m in job.recent_messages)])
+    facts = [
+        f for f in update.key_facts if acceptable(f.type, f.value) and grounded(f.value, source)
+    ]
+    return facts, [p for p in update.preference_keywords if grounded(p, source)]
+
+
 def llm_change(job: MemoryJob, update: ProfileUpdate, current: Current) -> ProfileChange:
     rel = base_relationship(job, current.relationship)
     rel.aliases = [a for a in unique([*rel.aliases, *update.aliases], 20) if a != job.user_name]
     rel = finish_relationship(rel, update.affection_change, job.when.timestamp())
     learned = base_learned(job, current.learned)
     learned.impression_text = trim_impression(update.impression_text)
-    # what the model says was said must have been: a value in no line of the job is its guess
-    source = "\n".join([job.raw_text, *(m.content for m in job.recent_messages)])
-    said = [
-        f for f in update.key_facts if acceptable(f.type, f.value) and grounded(f.value, source)
-    ]
+    said, liked = said_in(job, update)
     facts = [*said, *job.key_facts]  # the tool's facts last: they win
     told = [{**f.model_dump(), **provenance(job)} for f in facts]
     history = list(learned.traits.get("history", []))
     learned.key_facts = merge_key_facts(learned.key_facts, told, history)
-    liked = [p for p in update.preference_keywords if grounded(p, source)]
     learned.preference_keywords = unique([*learned.preference_keywords, *liked], 20)
     learned.summary = update.user_summary
     learned.traits = {**update.user_traits, "history": history}
