@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 
 from stores.script import has_cjk
 from stores.text import PLACE_POS, tagged, terms
@@ -113,10 +114,14 @@ ZH_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
 _OWNED_PETS = "|".join(
     sorted(set(_PETS.split("|")) - {"鱼", "龟", "蛇", "马"}, key=lambda p: (-len(p), p))
 )
+# what an owner has, and what must not come just before the owner (a denial, a wish)
+_RELATION = (
+    rf"(?:大|小|二|亲)?(?:(表|堂)(哥|姐|弟|妹)|({_PARTNERS})|({_KIN}|爸|妈|哥|姐|弟|妹)"
+    rf"|({_OWNED_PETS}))(?![们妹弟子])"
+)
+_NOT_AFTER = r"(?<!不是)(?<!没有)(?<!做)(?<!当)"
 _OWNED = re.compile(
-    r"(?<![他她它])(?<!不是)(?<!没有)(?<!做)(?<!当)(我|你|您)(?:们)?(?:的|家的?|家里的|养的)?(?:大|小|二|亲)?"
-    rf"(?:(表|堂)(哥|姐|弟|妹)|({_PARTNERS})|({_KIN}|爸|妈|哥|姐|弟|妹)|({_OWNED_PETS}))"
-    r"(?![们妹弟子])"
+    rf"(?<![他她它]){_NOT_AFTER}(我|你|您)(?:们)?(?:的|家的?|家里的|养的)?{_RELATION}"
 )
 # my wife, your kids, my dog: the English owned, a denial just before excepted (not my wife)
 _EN_PARTNERS = {"wife", "husband", "boyfriend", "girlfriend", "fiance", "fiancé", "fiancee"}
@@ -281,12 +286,9 @@ def owned(text: str, names: tuple[str, ...] = ()) -> Iterator[tuple[str, str, st
         yield from _owned_by(pattern, text)
 
 
+@lru_cache(maxsize=256)
 def _named_owner(members: str) -> re.Pattern[str]:
-    return re.compile(
-        rf"({members})的(?:大|小|二|亲)?"
-        rf"(?:(表|堂)(哥|姐|弟|妹)|({_PARTNERS})|({_KIN}|爸|妈|哥|姐|弟|妹)|({_OWNED_PETS}))"
-        r"(?![们妹弟子])"
-    )
+    return re.compile(rf"{_NOT_AFTER}({members})的{_RELATION}")
 
 
 def _owned_by(pattern: re.Pattern[str], text: str) -> Iterator[tuple[str, str, str]]:

@@ -129,6 +129,10 @@ def test_kin_partners_and_pets_someone_owns_are_theirs(
         ("你今天跟乔伊叔叔玩得开心吗", []),
         ("嗨，乔伊的姐妹们！", []),  # 姐妹们: not one sister
         ("她的男朋友是医生", []),  # nobody named
+        # a denial or a wish, as for 我 / 你 (不是我的女朋友, 做你的妻子)
+        ("我不是瑞秋的男友", []),
+        ("我想做瑞秋的男朋友", []),
+        ("他没有罗斯的妹妹那么高", []),
     ],
 )  # fmt: skip
 def test_what_a_member_is_said_to_have_is_theirs(
