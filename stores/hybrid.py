@@ -346,7 +346,8 @@ class HybridEventStore:
         ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
         if self.strength is not None and self.decay.weight:
             ranked = self._fade(ranked[: query.top_k * 4], query.now, w) + ranked[query.top_k * 4 :]
-        factor = min(f.diversity, w.many if asks_for_many(query.text) else 1.0)
+        # the question's grammar is read only when the setting is on (off by default)
+        factor = min(f.diversity, w.many if w.many < 1 and asks_for_many(query.text) else 1.0)
         if factor < 1:
             pool = ranked[: query.top_k * 4]
             self._fetch([i for i, _ in pool], records)

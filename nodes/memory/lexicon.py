@@ -38,11 +38,11 @@ ZH_PRONOUNS = (
     "它",
 )
 ZH_FIRST = {"我", "咱", "俺"}
-# jieba keeps 我爱你 whole: a pronoun that ends a word a pronoun begins is one too
-_ZH_ONE_CHAR = {"我", "你", "您", "他", "她"}
 ZH_FIRST_PLURAL = {"我们", "咱们"}
 ZH_SECOND = {"你", "您"}
 ZH_SECOND_PLURAL = {"你们", "您们"}
+# jieba keeps 我爱你 whole: a pronoun that ends a word a pronoun begins is one too
+_ZH_ONE_CHAR = {"我", "你", "您", "他", "她"}
 ZH_NOT_PRONOUN = {"你好", "您好", "你们好", "我行我素", "它山之石"}
 # 它 / 它们 are things or animals, as English "it" is: never held against a memory
 ZH_THING = {"它", "它们"}
@@ -58,11 +58,6 @@ _ZH_PERSON_NOUNS = {
     "律师|经理|学生|孩子|宝宝|婴儿|对象|前任|网友|房东|教授|主角|陌生人|制作人|模特|歌手|导演|"
     "司机|服务员|秘书|助理|警察|船长|小孩|记者|画家|作者",
 }
-_ZH_PERSON = {
-    pronoun: re.compile(f"(?:{words}|{_ZH_PERSON_NOUNS['']})")
-    for pronoun, words in _ZH_PERSON_NOUNS.items()
-    if pronoun
-}
 # People a 他们 / 她们 can stand for, as English "these books… them": a counted or pointed
 # group of persons (那些编剧, 5个朋友, 一楼那对夫妇), a noun with 们 (顾客们), a group word.
 _ZH_ANY_PERSON = "|".join((*_ZH_PERSON_NOUNS.values(), "人|编剧|夫妇|夫妻"))
@@ -72,7 +67,15 @@ _ZH_PEOPLE = re.compile(
     rf"|(?:{_ZH_ANY_PERSON}|(?![我你您他她它咱])[\u4e00-\u9fff])们"
     r"|夫妇|夫妻|父母|爸妈|家人|大家|人们|家长|双方|俩|两人|二人|团队|乐队|剧组"
 )
-_ZH_PERSON.update({"他们": _ZH_PEOPLE, "她们": _ZH_PEOPLE})
+_ZH_PERSON = {
+    **{
+        pronoun: re.compile(f"(?:{words}|{_ZH_PERSON_NOUNS['']})")
+        for pronoun, words in _ZH_PERSON_NOUNS.items()
+        if pronoun
+    },
+    "他们": _ZH_PEOPLE,
+    "她们": _ZH_PEOPLE,
+}
 
 ZH_TIME = re.compile(
     r"大前天|前天|昨天|昨日|今天|今日|明天|明日|后天|大后天"
