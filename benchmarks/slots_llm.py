@@ -29,6 +29,7 @@ from rich.table import Table
 
 from benchmarks import msc_slots, turn_slots
 from benchmarks.common import machine, pct
+from benchmarks.memory_sets import START, job
 from benchmarks.model import endpoint, settings_for
 from groupmind.providers import make_chat_model
 from groupmind.wiring import model_of
@@ -91,12 +92,11 @@ def _sample(said: list[Item], empty: list[Item], n: int, rng: random.Random) -> 
 
 
 def job_of(item: Item) -> MemoryJob:
-    return MemoryJob.model_validate({
-        "request_id": f"slots:{item.key}", "action_summary": "", "new_info": item.text,
-        "user_id": "u1", "user_name": "阿明" if has_cjk(item.text) else "Sam",
-        "platform": "qq", "chat_type": "group", "chat_id": "slots", "persona_id": "default",
-        "timestamp": datetime(2026, 12, 4, 12).astimezone().isoformat(), "new_info_by": "user",
-    })  # fmt: skip
+    """The turn as a memory job of its speaker (bench-memory's own job builder)."""
+    name = "阿明" if has_cjk(item.text) else "Sam"
+    return MemoryJob.model_validate(
+        job(f"slots:{item.key}", "slots", "u1", name, item.text, START, [])
+    )
 
 
 def llm_arm(chat: Any, policy: model.StructuredOutput) -> Callable[[Item, str], Learned | None]:
@@ -180,7 +180,7 @@ def main() -> None:
     sets = [dulemon(args.n, rng), msc(args.n, rng)]
     report: dict[str, Any] = {"machine": machine(), "model": args.model, "n": args.n, "sets": {}}
     with endpoint(args.url) as url:
-        settings = settings_for(Path("/nonexistent"), url, args.model)
+        settings = settings_for(args.out, url, args.model)  # no store is opened
         chat = make_chat_model(settings)
         assert chat is not None
         llm = llm_arm(chat, model_of(settings).structured)

@@ -239,18 +239,25 @@ def test_bench_times_reads_every_label_and_sets_the_libraries_beside_the_rules()
 
 
 def test_bench_slots_llm_sets_the_merge_beside_the_rules(tmp_path: Path) -> None:
-    """Through an OpenAI-compatible stand-in that says every speaker has a dog: both arms on
-    both sets' samples; the merge keeps the dog only where a turn says one."""
+    """Through an OpenAI-compatible stand-in that says every speaker has a dog (狗): both
+    arms on both sets' samples, and the merge keeps the dog only where a turn says 狗."""
+    import random
+
+    from benchmarks.slots_llm import dulemon, msc
     from standins.model import Script, serve
 
     needs(SHARED_DATA / "dulemon-samples" / "samples.json")
     answer = {"impression_text": "x", "affection_change": 0.0, "user_summary": "x",
               "key_facts": [{"type": "pet", "value": "狗"}], "preference_keywords": []}  # fmt: skip
     with serve(Script(structured=lambda body: answer)) as standin:
-        bench("slots_llm", "--url", standin.url, "--n", "2", "--out", str(tmp_path))
+        bench("slots_llm", "--url", standin.url, "--n", "3", "--seed", "7",
+              "--out", str(tmp_path))  # fmt: skip
         asked = len(standin.requests)
+    rng = random.Random(7)  # the run's own sample
+    zh, en = dulemon(3, rng), msc(3, rng)
     sets = report(tmp_path, "slots-llm-*.json")["sets"]
-    assert asked == 8  # two sets, two turns with a label and two without each
+    assert asked == len(zh.items) + len(en.items) == 12
+    assert sets[zh.name]["llm"]["learned"] == sum("狗" in i.text for i in zh.items)
+    assert sets[en.name]["llm"]["learned"] == 0  # said in no English turn: a guess
     for arms in sets.values():
-        assert set(arms) == {"rules", "llm"}
-        assert 0 <= arms["llm"]["learned"] <= 4 and arms["llm"]["no_answer"] == 0
+        assert set(arms) == {"rules", "llm"} and arms["llm"]["no_answer"] == 0
