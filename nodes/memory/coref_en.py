@@ -17,9 +17,11 @@ written, for the quality gate.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from nodes.memory.coref import Scene
 from nodes.memory.lexicon import bound_in_text
+from stores.when import EN_MONTHS, EN_WEEKDAYS
 
 MALE = ("brother", "son", "dad", "father", "husband", "boyfriend", "grandpa", "grandfather",
         "uncle", "nephew", "stepson", "stepfather")  # fmt: skip
@@ -58,6 +60,47 @@ def gender(relation: str) -> str:
     if word in FEMALE:
         return "f"
     return "p" if word in MANY else ""
+
+
+# A name said in passing ("It was Matt Patterson, he is so talented", "Max was awesome,
+# the lessons he taught"): capitalised words inside a sentence, not after a place's
+# preposition, not a word capitalised for other reasons
+_CAPITALISED = re.compile(r"(?<![\w'’-])[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?(?![\w])")
+_NOT_NAMES = frozenset(
+    ("I", "Im", "Hey", "Hi", "Hello", "Wow", "Oh", "Yeah", "Yes", "No", "Thanks", "Thank",
+     "God", "OK", "Okay", "Aww", "Aw", "Haha", "Lol", "Omg", "Dear", "Mr", "Mrs", "Ms", "Dr",
+     "Sir", "Madam", "English", "Christmas", "Easter", "Halloween", "Thanksgiving",
+     "American", "Canadian", "Mexican", "Chinese", "Japanese", "Korean", "Indian", "Italian",
+     "French", "German", "Spanish", "British", "Irish", "Russian", "Greek", "African",
+     "Asian", "European", "Australian", *EN_MONTHS, *EN_WEEKDAYS)
+)  # fmt: skip
+_PLACE_BEFORE = re.compile(
+    r"\b(?:in|at|to|from|near|on|of|into|around|visit|visited|the|a|an|mount|lake)\s+$",
+    re.IGNORECASE,
+)
+# a capitalised word naming a kind, not someone: "Jack Russell mixes", "Harry Potter books"
+_KIND_AFTER = re.compile(
+    r"\s+(?:mix|mixes|breed|breeds|dogs?|cats?|food|style|music|movies?|films?|fans?|teams?|"
+    r"series|books?|games?|shows?|songs?|bands?|class|classes)\b"
+)
+
+
+def names_said(text: str) -> list[tuple[int, str]]:
+    """(offset, name) of each name said in passing in ``text``."""
+    found = []
+    for m in _CAPITALISED.finditer(text):
+        head = text[: m.start()].rstrip()
+        if (
+            not head
+            or head[-1] in '.!?"“(:['
+            or _PLACE_BEFORE.search(text[: m.start()])
+            or _KIND_AFTER.match(text, m.end())
+        ):
+            continue
+        words = [w for w in m.group(0).split() if w not in _NOT_NAMES]
+        if words and words[0] == m.group(0).split()[0]:
+            found.append((m.start(), " ".join(words)))
+    return found
 
 
 def _mentions(
@@ -122,7 +165,11 @@ def who(pronoun: str, before: str, scene: Scene, bound: bool = False) -> str | N
 
 
 def en_third_edits(text: str, scene: Scene) -> list[tuple[int, int, str]]:
-    """(start, end, replacement) for each he / she / they the rules resolve."""
+    """(start, end, replacement) for each he / she / they the rules resolve. A name said
+    in passing anywhere in the exchange is known in all of it ("Max was awesome" opens a
+    sentence; "we miss Max" said it)."""
+    said = [name for t in (text, *scene.earlier) for _, name in names_said(t)]
+    scene = replace(scene, names=tuple(dict.fromkeys((*scene.names, *said))))
     edits = []
     for m in THIRD.finditer(text):
         word, tail = m.group(1).lower(), (m.group(2) or "")[1:].lower()

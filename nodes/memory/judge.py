@@ -130,7 +130,8 @@ def judge(text: str, job: MemoryJob, persona: str, names: list[str]) -> Verdict:
     problem = not_prose(text, job.raw_text)
     if problem:
         return Verdict([problem], [], 100)
-    relative = list(dict.fromkeys(f.text for f in find_relative(text, names)))
+    found = find_relative(text, names, "\n".join(m.content for m in job.recent_messages[-2:]))
+    relative = list(dict.fromkeys(f.text for f in found))
     if relative:
         reasons.append(f"relative words left: {'、'.join(relative)}")
         penalty += len(relative)

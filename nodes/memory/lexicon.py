@@ -180,6 +180,7 @@ _EN_PERSON = {
     )
     for g, words in _EN_PERSON_NOUNS.items()
 }
+_EN_THEY = re.compile(r"(?:they|them|their|theirs)(?:['’](?:re|ve|d|ll))?", re.IGNORECASE)
 _EN_BOUND = re.compile(r"(they|them|their|theirs|he|him|his|she|her|hers)\b", re.IGNORECASE)
 
 
@@ -195,6 +196,40 @@ def bound_in_text(text: str, start: int) -> bool:
         return bool(_EN_PLURAL_THING.search(before) or _EN_NAMES_AND.search(before))
     own = "m" if word in ("he", "him", "his") else "f"
     return any(_EN_PERSON[g].search(before) for g in (own, ""))
+
+
+# "They" right after talk of things ("Those flowers look great! What kind are they?",
+# "[shares a photo of three dogs]") stands for things, as "it" does; people named or
+# spoken of there (friends, singers, two names) keep it a person's.
+_EN_PEOPLE = re.compile(
+    r"\b(?:people|persons|children|kids|friends|parents|guys|folks|family|families|siblings|"
+    r"brothers|sisters|colleagues|coworkers|co-workers|teammates|men|women|girls|boys|"
+    r"relatives|others|everyone|everybody|someone|somebody|anyone|anybody|team|crowd|couple|"
+    r"kiddos|babies|sons|daughters|moms|dads|generations?|veterans|mentees|users|guests|"
+    r"cousins|grandparents|audiences?|judges|fans|peers|pals|buddies|little ones)\b",
+    re.IGNORECASE,
+)
+# most other nouns for people end so (singers, actors, artists, participants, residents);
+# these things end so too
+_EN_PERSON_SUFFIX = re.compile(r"\b[a-z]+(?:er|or|ist|ant|ent|ian|ee|eer)s\b", re.IGNORECASE)
+_EN_THINGS_SO = frozenset(
+    "flowers posters stickers burgers sneakers computers papers letters numbers covers layers "
+    "towers chapters containers matters answers powers centers centres rivers controllers "
+    "banners flyers sweaters peppers colors colours doors floors mirrors flavors flavours "
+    "tractors motors monitors markers waters trailers folders borders orders wonders dinners "
+    "summers winters corners headquarters plants restaurants ingredients events hours "
+    "stores teas toys games".split()
+)
+
+
+def only_things(talk: str) -> bool:
+    """Whether ``talk`` speaks of many things and of no people, so that a "they" after it
+    stands for things."""
+    people = [m.group(0).lower() for m in _EN_PERSON_SUFFIX.finditer(talk)]
+    people = [w for w in people if w not in _EN_THINGS_SO and not w.endswith("ments")]
+    return bool(_EN_PLURAL_THING.search(talk)) and not (
+        people or _EN_PEOPLE.search(talk) or _EN_NAMES_AND.search(talk)
+    )
 
 
 _QUOTED = re.compile(r"“[^”]*”|\"[^\"]*\"|「[^」]*」|『[^』]*』|《[^》]*》|‘[^’]*’")
@@ -251,8 +286,9 @@ def zh_bound_in_text(text: str, start: int, pronoun: str) -> bool:
     return zh_person_before(text, start, pronoun) >= 0
 
 
-def find_relative(text: str, names: Iterable[str] = ()) -> list[Found]:
-    """Every pronoun, relative time and relative place outside quotes and names."""
+def find_relative(text: str, names: Iterable[str] = (), before: str = "") -> list[Found]:
+    """Every pronoun, relative time and relative place outside quotes and names;
+    ``before``: the talk just before the text (its things can be "they")."""
     spans = protected_spans(text, names)
     found: list[Found] = []
 
@@ -265,10 +301,14 @@ def find_relative(text: str, names: Iterable[str] = ()) -> list[Found]:
             add(m.start(), m.end(), kind)  # type: ignore[arg-type]
     for m in en_places(text):
         add(m.start(), m.end(), "place")
+    things = bool(before) and only_things(before)
     for pattern in (EN_FIRST, EN_FIRST_PLURAL, EN_SECOND, EN_THIRD):
         for m in pattern.finditer(text):
-            if not bound_in_text(text, m.start()):
-                add(m.start(), m.end(), "pronoun")
+            if bound_in_text(text, m.start()):
+                continue
+            if things and _EN_THEY.fullmatch(m.group(0)):
+                continue
+            add(m.start(), m.end(), "pronoun")
     if any("\u4e00" <= ch <= "\u9fff" for ch in text):
         for start, end, pronoun in zh_pronoun_tokens(text):
             if pronoun not in ZH_THING and not zh_bound_in_text(text, start, pronoun):

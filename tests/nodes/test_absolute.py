@@ -361,3 +361,55 @@ def test_a_group_said_before_their_pronoun_binds_it() -> None:
     assert [f.text for f in find_relative("我们去吃饭，他们不来")] == ["我们", "他们"]
     # nothing in the words: the people named last stand for them
     assert absolutize("他们不会生气", scene) == "瑞秋和莫妮卡不会生气"
+
+
+def test_a_relation_an_earlier_message_owns_stands_for_a_pronoun_nobody_named() -> None:
+    """An earlier message's 我妈妈 is its writer's mother, two messages back as well; a
+    name wins over it, even further back, and a denied relation or many friends is
+    nobody."""
+
+    def scene(*earlier: str, by: tuple[str, ...] = ("罗斯", "瑞秋")) -> Scene:
+        return Scene(MONDAY, "艾米丽", "罗斯", "群", "the group", names=("艾米丽", "罗斯", "瑞秋"),
+                     earlier=earlier, earlier_by=by)  # fmt: skip
+
+    assert absolutize("她去接你了", scene("好的", "我妈妈怎么没来？")) == "瑞秋的妈妈去接罗斯了"
+    assert absolutize("她去接你了", scene("我妈妈怎么没来？", "好的")) == "罗斯的妈妈去接罗斯了"
+    assert absolutize("他很好", scene("我妈妈来了", "钱德勒到了")) == "钱德勒很好"
+    assert absolutize("他去哪了", scene("我妈妈来了")) == "他去哪了"  # she is no 他
+    assert absolutize("你会失去他的", scene("那不是我男朋友")) == "罗斯会失去他的"
+    assert absolutize("她吃了", scene("我和我的朋友们吃饭")) == "她吃了"
+    assert absolutize("他们来了", scene("我妈妈和我爸爸来了")) == "他们来了"  # not guessed
+
+
+@pytest.mark.parametrize(
+    ("text", "earlier", "expected"),
+    [
+        # from LoCoMo's degraded turns: a name said in passing, in the words or before them
+        ("It was Matt Patterson, he is so talented!", (),
+         "It was Matt Patterson, Matt Patterson is so talented!"),
+        ("Max was awesome. Let's cherish the lessons he taught.", ("We miss Max",),
+         "Max was awesome. Let's cherish the lessons Max taught."),
+        ("How long have you had him?", ("This is Max, our new pup!",),
+         "How long have Melanie had Max?"),
+        # a place, a kind or a people is nobody
+        ("I lived in Boston and he visited", (), "Caroline lived in Boston and he visited"),
+        ("Two of them are Jack Russell mixes, he is the oldest", (),
+         "Two of them are Jack Russell mixes, he is the oldest"),
+        ("I met a Canadian girl, she is great", (), "Caroline met a Canadian girl, she is great"),
+    ],
+)  # fmt: skip
+def test_an_english_name_said_in_passing_stands_for_he_or_she(
+    text: str, earlier: tuple[str, ...], expected: str
+) -> None:
+    scene = Scene(MONDAY, "Caroline", "Melanie", "群", "the group chat Tech",
+                  names=("Caroline", "Melanie"), earlier=earlier,
+                  earlier_by=("Melanie",) * len(earlier))  # fmt: skip
+    assert absolutize(text, scene) == expected
+
+
+def test_a_capitalised_word_opening_a_sentence_is_no_name_on_its_own() -> None:
+    scene = Scene(MONDAY, "Caroline", "Melanie", "群", "the group chat Tech",
+                  names=("Caroline", "Melanie"))  # fmt: skip
+    assert absolutize("Max was awesome. He taught us a lot.", scene) == (
+        "Max was awesome. He taught Caroline and others a lot."
+    )

@@ -67,3 +67,23 @@ def test_most_of_the_content_lost_is_caught() -> None:
         "小明2026年11月25日去北京出差见客户谈合同，顺便去故宫看展览，2026年11月27日晚上坐高铁回上海"
     )
     assert judge(kept, long, "default", NAMES).passed
+
+
+@pytest.mark.parametrize(
+    ("before", "relative"),
+    [
+        # from LoCoMo: things just before, so "they" is things, as "it" would be
+        ("Those flowers look great! What kind are they?", []),
+        ("Look! [shares a photo of three dogs on a couch]", []),
+        # people spoken of, named, or nothing at all before: still a person's "they"
+        ("Seeing your favorite singers live must have been wild!", ["They"]),
+        ("I met my friends and their dogs", ["They"]),
+        ("Jo and Ann came with the boxes", ["They"]),
+        ("Hey, how are you?", ["They"]),
+    ],
+)
+def test_they_after_talk_of_things_is_a_thing(before: str, relative: list[str]) -> None:
+    spoken = a_job(action_summary="", new_info="They look so cute!",
+                   recent_messages=[{"user_id": "2", "user_name": "Audrey", "content": before}])  # fmt: skip
+    assert judge("They look so cute!", spoken, "default", NAMES).relative == relative
+    assert judge("They look so cute!", a_job(), "default", NAMES).relative == ["They"]
