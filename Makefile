@@ -180,6 +180,7 @@ bench-model: setup model
 # Profile slots in DuLeMon's conversation turns: hand labels, a development and a test part.
 bench-slots: setup
 	$(BIN)/python -m benchmarks.turn_slots $(ARGS)
+	$(BIN)/python -m benchmarks.others_slots $(ARGS)
 	$(BIN)/python -m benchmarks.msc_slots $(ARGS)
 
 # The llm profile merge beside the rules on the slot benches' test parts (a real model:

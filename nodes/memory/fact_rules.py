@@ -24,7 +24,7 @@ _CLAUSE = re.compile(
     r"(?:[^，,；;。！？!?\n…~～.]|\.(?!\s|$))+(?:[，,；;。！？!?\n…~～]|\.(?=\s|$))*"
 )
 _ZH_SUBJECT = re.compile(
-    r"^(?:其实|现在|我说|对了|嗯|哦|啊|哈哈|不过|而且|所以|但是)?\s*(我|你|您)(?!们)"
+    r"^(?:其实|现在|我说|对了|嗯|哦|啊|哈哈|不过|而且|所以|但是|因为)?\s*(我|你|您)(?!们)"
 )
 _QUESTION = re.compile(r"[?？]|吗|呢[，。！]?$|什么|哪|谁|多少|几岁|怎么|是不是|有没有")
 # a question that presumes what it asks (你终于到北京了？ You finally got to Boston?)
@@ -44,7 +44,8 @@ JOB_WORDS = (
     "警察|厨师|主厨|作家|画家|记者|会计|销售|经理|司机|研究员|博士|运营|产品经理|演员|模特|歌手|"
     "服务员|导游|店员|老板|秘书|助理|编辑|摄影师|程序猿|公务员|军人|消防员|飞行员|空姐|农民|工人|"
     "木匠|电工|厨子|律师|法官|牙医|兽医|心理医生|古生物学家|科学家|音乐家|艺术家|主播|翻译|教练|"
-    "保安|快递员|外卖员|自由职业者|创业者|实习生|店长|主管|总监|咖啡师|调酒师|美容师|理发师"
+    "保安|快递员|外卖员|自由职业者|创业者|实习生|店长|主管|总监|咖啡师|调酒师|美容师|理发师|"
+    "专家|明星"
 )
 _N = r"[0-9一二两三四五六七八九十]"
 _V = r"([^，,。！？!?\s]{2,16}?)"
@@ -73,6 +74,7 @@ _GRADE = "大[一二三四]|研[一二三]|高[一二三]|初[一二三]|[一二
 ZH_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("age", re.compile(rf"^(?:今年|已经|才|都)?({_N}{{1,3}}多?)(?:周)?岁")),
     ("age", re.compile(rf"^的?年龄是({_N}{{1,3}})")),
+    ("age", re.compile(r"^(?:已经|都|快)?([1-9][0-9])了(?=$|[，,。！!…])")),  # 你31了
     ("birthday", re.compile(rf"^的?生日(?:是|在)?({_N}{{1,2}}月{_N}{{1,3}}[日号])")),
     ("star_sign", re.compile(rf"^(?:是|属于)?({SIGNS})座")),
     ("star_sign", re.compile(rf"^的?星座是({SIGNS})座?")),
@@ -98,6 +100,7 @@ ZH_FACTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("hometown", re.compile(r"^(?:是)?在" + _V + r"长大的?" + _END)),
     ("partner", re.compile(rf"^的?(?:{_PARTNERS}|老公|老婆|丈夫|妻子)(?:是|叫)" + _V + _END)),
     ("partner", re.compile(r"^(?:在)?(?:和|跟)([^，,。！？!?\s]{2,8}?)(?:在一起了|结婚了|订婚了|在谈恋爱|谈恋爱|交往)")),
+    ("partner", re.compile(rf"^有(?:一个|个|最好的|世界上最好的)?({_PARTNERS})")),
     ("family", re.compile(r"^有(?:一个|个|两个|三个|一位)?(妹妹|弟弟|哥哥|姐姐|女儿|儿子|孩子)")),
     ("family", re.compile(rf"^的?({_KIN})(?:是|叫)" + _V + _END)),
     ("family", re.compile(rf"^的?({_KIN})")),
@@ -272,7 +275,8 @@ def corrected(denied: str, instead: str) -> str:
 def owned(text: str, names: tuple[str, ...] = ()) -> Iterator[tuple[str, str, str]]:
     """(owner, kind, value) of the kin, partners and pets a text says someone has: the
     speaker's or the addressee's (我老婆, 你家狗狗), or a member's with 的 (罗斯的妹妹; with
-    no 的, 乔伊叔叔 is what Joey is called, not whom he has)."""
+    no 的, 乔伊叔叔 is what Joey is called, not whom he has); a member the speaker is with
+    (莫妮卡和我订婚了) is the speaker's partner."""
     for m in _EN_OWNED.finditer(text):
         if not _EN_NOT_OWNED.search(text[max(0, m.start() - 16) : m.start()]):
             owner = SELF if m.group(1).lower() == "my" else ADDRESSEE
@@ -284,11 +288,22 @@ def owned(text: str, names: tuple[str, ...] = ()) -> Iterator[tuple[str, str, st
     members = [re.escape(n) for n in sorted(names, key=len, reverse=True) if len(n) > 1]
     for pattern in (_OWNED, *([_named_owner("|".join(members))] if members else [])):
         yield from _owned_by(pattern, text)
+    if members:
+        for m in _with_me("|".join(members)).finditer(text):
+            yield SELF, "partner", m.group(1)
 
 
 @lru_cache(maxsize=256)
 def _named_owner(members: str) -> re.Pattern[str]:
     return re.compile(rf"{_NOT_AFTER}({members})的{_RELATION}")
+
+
+@lru_cache(maxsize=256)
+def _with_me(members: str) -> re.Pattern[str]:
+    return re.compile(
+        rf"{_NOT_AFTER}({members})(?:和|跟)我(?:已经|刚刚?)?"
+        r"(?:在一起了|结婚了|订婚了|在谈恋爱|谈恋爱了|交往了)"
+    )
 
 
 def _owned_by(pattern: re.Pattern[str], text: str) -> Iterator[tuple[str, str, str]]:

@@ -54,6 +54,21 @@ def test_bench_slots_reads_every_label_and_scores_both_parts() -> None:
         assert found[split]["learned"] > 0 and 0 <= found[split]["precision"] <= 1
 
 
+def test_bench_slots_others_labels_name_turns_it_reads() -> None:
+    """Facts members state about each other: every label names a turn the bench reads,
+    and both parts are scored, about others and about the speaker."""
+    from benchmarks.others_slots import labels, turns
+
+    needs(SHARED_DATA / "dialogre" / "cn" / "train.json")
+    read = {t.key: t for t in turns()}
+    assert set(labels()) <= set(read)
+    assert {read[k].test for k in labels()} == {False, True}  # both parts labelled
+    found = json.loads(bench("others_slots", "--json"))
+    for split in ("dev", "test"):
+        assert found[split]["others"] > 0 and found[split]["self"] > 0
+        assert 0 <= found[split]["recall_others"] <= 1 and found[split]["learned"] > 0
+
+
 def test_bench_latency_smoke(tmp_path: Path) -> None:
     out = bench("latency", "--scales", "60", "--messages", "3", "--searchable", "2",
                 "--server-messages", "0", "--work-dir", str(tmp_path / "w"),

@@ -260,3 +260,23 @@ def test_where_someone_has_arrived_is_where_they_are(
     text: str, expected: list[tuple[str, str]]
 ) -> None:
     assert [(s.subject, s.value) for s in stated(text) if s.type == "location"] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "names", "expected"),
+    [
+        # from DialogRE-cn train's development part (benchmarks/others_slots.py)
+        ("乔伊，你不是的！你31了。", ("乔伊",), [(ADDRESSEE, "age", "31岁")]),
+        ("菲比，没关系，因为我有最好的男朋友。", ("菲比",), [(SELF, "partner", "男朋友")]),
+        ("其实莫妮卡和我订婚了。", ("莫妮卡",), [(SELF, "partner", "莫妮卡")]),
+        ("首先，让·莱斯特是一个数据库专家", ("让·莱斯特",), [("让·莱斯特", "job", "数据库专家")]),
+        # not an age, not engaged, not one's own
+        ("排名都第31了", (), []),
+        ("莫妮卡和我没有订婚", ("莫妮卡",), []),
+        ("我没有男朋友", (), []),
+    ],
+)  # fmt: skip
+def test_what_members_say_of_each_other_and_of_themselves(
+    text: str, names: tuple[str, ...], expected: list[tuple[str, str, str]]
+) -> None:
+    assert [(s.subject, s.type, s.value) for s in stated(text, names)] == expected
