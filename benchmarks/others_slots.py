@@ -25,7 +25,7 @@ from pathlib import Path
 
 from benchmarks.common import SHARED_DATA, machine
 from benchmarks.memory_sets import SPEAKER, speaker_names
-from benchmarks.turn_slots import matches, run
+from benchmarks.turn_slots import judge, labels, run
 from nodes.memory.fact_rules import ADDRESSEE, SELF, stated
 
 DATA = SHARED_DATA / "dialogre" / "cn" / "train.json"
@@ -100,17 +100,6 @@ def turns(path: Path = DATA) -> Iterator[Turn]:
                 yield Turn(f"{d}:{t}", text, ordered, d >= TEST_FROM)
 
 
-def labels() -> dict[str, dict[tuple[str, str], list[str]]]:
-    """turn key -> (who, slot) -> the values that count."""
-    out: dict[str, dict[tuple[str, str], list[str]]] = {}
-    for line in LABELS.strip().splitlines():
-        key, *items = line.split()
-        for item in items:
-            who, slot, values = item.split(":", 2)
-            out.setdefault(key, {})[(who, slot)] = values.split("|")
-    return out
-
-
 def learned(turn: Turn) -> list[tuple[str, str, str]]:
     """(who, slot, value) the rules learn from one turn, the chat's names known."""
     who = {SELF: "s", ADDRESSEE: "a", turn.members[0]: "s"}
@@ -121,32 +110,24 @@ def learned(turn: Turn) -> list[tuple[str, str, str]]:
 
 def score(split: str, show: bool = False) -> dict[str, float | int]:
     """Recall and precision for the turn's own speaker (self) and for others."""
-    gold = labels()
-    counts = {k: 0 for k in ("self", "self_hit", "others", "others_hit", "learned", "right",
-                             "learned_others", "right_others", "turns")}  # fmt: skip
+    gold = labels(LABELS)
+    counts = dict.fromkeys(("self", "self_hit", "others", "others_hit", "learned", "right",
+                            "learned_others", "right_others", "turns"), 0)  # fmt: skip
     for turn in turns():
         if split != "both" and turn.test != (split == "test"):
             continue
         counts["turns"] += 1
-        wanted = gold.get(turn.key, {})
-        got = learned(turn)
-        for (who, slot), values in wanted.items():
+        found, judged = judge(turn.key, turn.text, gold.get(turn.key, {}), learned(turn), show)
+        for who, hit in found:
             part = "self" if who == "s" else "others"
-            found = any(w == who and s == slot and any(matches(v, g) for g in values)
-                        for w, s, v in got)  # fmt: skip
             counts[part] += 1
-            counts[f"{part}_hit"] += found
-            if show and not found:
-                print(f"  missed {turn.key} {who}:{slot}:{'|'.join(values)}  {turn.text[:80]}")
-        for who, slot, value in got:
-            ok = any(matches(value, g) for g in wanted.get((who, slot), []))
+            counts[f"{part}_hit"] += hit
+        for who, ok in judged:
             counts["learned"] += 1
             counts["right"] += ok
             if who != "s":
                 counts["learned_others"] += 1
                 counts["right_others"] += ok
-            if show and not ok:
-                print(f"  wrong  {turn.key} {who}:{slot}:{value}  {turn.text[:80]}")
     return {
         **counts,
         "recall_self": _share(counts["self_hit"], counts["self"]),

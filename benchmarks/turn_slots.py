@@ -121,10 +121,10 @@ def turns(path: Path = DATA / "samples.json") -> Iterator[Turn]:
             yield Turn(f"{d}:{t}", text, d >= TEST_FROM)
 
 
-def labels() -> dict[str, dict[tuple[str, str], list[str]]]:
-    """turn key -> (who, slot) -> the values that count."""
+def labels(text: str = LABELS) -> dict[str, dict[tuple[str, str], list[str]]]:
+    """turn key -> (who, slot) -> the values that count, from ``text``'s lines."""
     out: dict[str, dict[tuple[str, str], list[str]]] = {}
-    for line in LABELS.strip().splitlines():
+    for line in text.strip().splitlines():
         key, *items = line.split()
         for item in items:
             who, slot, values = item.split(":", 2)
@@ -143,27 +143,44 @@ def matches(value: str, gold: str) -> bool:
     return gold in value or value in gold
 
 
+Learned = tuple[str, str, str]  # (who, slot, value)
+
+
+def judge(
+    key: str,
+    text: str,
+    wanted: dict[tuple[str, str], list[str]],
+    got: list[Learned],
+    show: bool = False,
+) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]]]:
+    """(who, found) for each label of one turn and (who, right) for each value learned
+    from it; with ``show``, each miss and wrong value printed."""
+    found = []
+    for (who, slot), values in wanted.items():
+        hit = any(w == who and s == slot and any(matches(v, g) for g in values)
+                  for w, s, v in got)  # fmt: skip
+        found.append((who, hit))
+        if show and not hit:
+            print(f"  missed {key} {who}:{slot}:{'|'.join(values)}  {text[:80]}")
+    judged = []
+    for who, slot, value in got:
+        ok = any(matches(value, g) for g in wanted.get((who, slot), []))
+        judged.append((who, ok))
+        if show and not ok:
+            print(f"  wrong  {key} {who}:{slot}:{value}  {text[:80]}")
+    return found, judged
+
+
 def score(split: str, show: bool = False) -> dict[str, float | int]:
     gold = labels()
     hit = total = right = judged = 0
     for turn in turns():
         if split != "both" and turn.test != (split == "test"):
             continue
-        wanted = gold.get(turn.key, {})
-        got = learned(turn.text)
-        for (who, slot), values in wanted.items():
-            total += 1
-            found = any(w == who and s == slot and any(matches(v, g) for g in values)
-                        for w, s, v in got)  # fmt: skip
-            hit += found
-            if show and not found:
-                print(f"  missed {turn.key} {who}:{slot}:{'|'.join(values)}  {turn.text}")
-        for who, slot, value in got:
-            judged += 1
-            ok = any(matches(value, g) for g in wanted.get((who, slot), []))
-            right += ok
-            if show and not ok:
-                print(f"  wrong  {turn.key} {who}:{slot}:{value}  {turn.text}")
+        found, judged_ok = judge(turn.key, turn.text, gold.get(turn.key, {}),
+                                 learned(turn.text), show)  # fmt: skip
+        total, hit = total + len(found), hit + sum(ok for _, ok in found)
+        judged, right = judged + len(judged_ok), right + sum(ok for _, ok in judged_ok)
     return {
         "labels": total,
         "recall": hit / total if total else float("nan"),

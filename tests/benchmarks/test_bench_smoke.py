@@ -57,12 +57,13 @@ def test_bench_slots_reads_every_label_and_scores_both_parts() -> None:
 def test_bench_slots_others_labels_name_turns_it_reads() -> None:
     """Facts members state about each other: every label names a turn the bench reads,
     and both parts are scored, about others and about the speaker."""
-    from benchmarks.others_slots import labels, turns
+    from benchmarks.others_slots import LABELS, turns
+    from benchmarks.turn_slots import labels
 
     needs(SHARED_DATA / "dialogre" / "cn" / "train.json")
     read = {t.key: t for t in turns()}
-    assert set(labels()) <= set(read)
-    assert {read[k].test for k in labels()} == {False, True}  # both parts labelled
+    assert set(labels(LABELS)) <= set(read)
+    assert {read[k].test for k in labels(LABELS)} == {False, True}  # both parts labelled
     found = json.loads(bench("others_slots", "--json"))
     for split in ("dev", "test"):
         assert found[split]["others"] > 0 and found[split]["self"] > 0
