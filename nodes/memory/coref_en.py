@@ -168,6 +168,8 @@ def en_third_edits(text: str, scene: Scene) -> list[tuple[int, int, str]]:
     """(start, end, replacement) for each he / she / they the rules resolve. A name said
     in passing anywhere in the exchange is known in all of it ("Max was awesome" opens a
     sentence; "we miss Max" said it)."""
+    if not THIRD.search(text):
+        return []
     said = [name for t in (text, *scene.earlier) for _, name in names_said(t)]
     scene = replace(scene, names=tuple(dict.fromkeys((*scene.names, *said))))
     edits = []
