@@ -65,7 +65,20 @@ def gender(relation: str) -> str:
 # A name said in passing ("It was Matt Patterson, he is so talented", "Max was awesome,
 # the lessons he taught"): capitalised words inside a sentence, not after a place's
 # preposition, not a word capitalised for other reasons
-_CAPITALISED = re.compile(r"(?<![\w'’-])[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?(?![\w])")
+_CAPITALISED = re.compile(r"(?<![\w'’-])[A-Z][a-z]+(?:[A-Z][a-z]+)?(?:\s+[A-Z][a-z]+)?(?![\w])")
+# a capitalised word owning something or doing something ('s), at a sentence's start too:
+# "Pixie's fitting in great", "Oliver's hilarious" (not "It's", "Let's", "Mother's Day")
+_OPENS_NAMED = re.compile(
+    r"(?<![\w'’-])([A-Z][a-z]+(?:[A-Z][a-z]+)?)['’]s\b"
+    r"(?!\s+(?:bar|pub|cafe|café|restaurant|store|shop|place|diner|day|eve)\b)"
+)
+_NOT_OWNERS = frozenset(
+    ("It", "Let", "That", "What", "Here", "There", "He", "She", "Who", "How", "Where", "When",
+     "Why", "Today", "Tonight", "Tomorrow", "Yesterday", "Everyone", "Everybody", "Someone",
+     "Somebody", "Nobody", "Everything", "Something", "Nothing", "Mother", "Father", "Valentine",
+     "Year", "World", "Life", "Mom", "Dad", "One", "This", "Which", "Family", "Love",
+     "Nature", "Music", "Art", "Work", "Everything", "Anything", "Man", "Mine")
+)  # fmt: skip
 _NOT_NAMES = frozenset(
     ("I", "Im", "Hey", "Hi", "Hello", "Wow", "Oh", "Yeah", "Yes", "No", "Thanks", "Thank",
      "God", "OK", "Okay", "Aww", "Aw", "Haha", "Lol", "Omg", "Dear", "Mr", "Mrs", "Ms", "Dr",
@@ -100,7 +113,12 @@ def names_said(text: str) -> list[tuple[int, str]]:
         words = [w for w in m.group(0).split() if w not in _NOT_NAMES]
         if words and words[0] == m.group(0).split()[0]:
             found.append((m.start(), " ".join(words)))
-    return found
+    taken = {at for at, _ in found}
+    for m in _OPENS_NAMED.finditer(text):
+        word = m.group(1)
+        if m.start() not in taken and word not in _NOT_OWNERS and word not in _NOT_NAMES:
+            found.append((m.start(), word))
+    return sorted(found)
 
 
 def _mentions(

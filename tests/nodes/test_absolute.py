@@ -396,6 +396,12 @@ def test_a_relation_an_earlier_message_owns_stands_for_a_pronoun_nobody_named() 
         ("Two of them are Jack Russell mixes, he is the oldest", (),
          "Two of them are Jack Russell mixes, he is the oldest"),
         ("I met a Canadian girl, she is great", (), "Caroline met a Canadian girl, she is great"),
+        # a name owning or doing something ('s) names someone at a sentence's start too
+        ("Pixie's fitting in great! It took her a few days", (),
+         "Pixie's fitting in great! It took Pixie a few days"),
+        ("I love watching him", ("LeBron's skills are amazing",), "Caroline love watching LeBron"),
+        ("It's late. Family's love helps him", (), "It's late. Family's love helps him"),
+        ("We met at McGee's bar, he was fun", (), "Caroline and others met at McGee's bar, he was fun"),
     ],
 )  # fmt: skip
 def test_an_english_name_said_in_passing_stands_for_he_or_she(
