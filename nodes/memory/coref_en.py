@@ -77,7 +77,7 @@ _NOT_OWNERS = frozenset(
      "Why", "Today", "Tonight", "Tomorrow", "Yesterday", "Everyone", "Everybody", "Someone",
      "Somebody", "Nobody", "Everything", "Something", "Nothing", "Mother", "Father", "Valentine",
      "Year", "World", "Life", "Mom", "Dad", "One", "This", "Which", "Family", "Love",
-     "Nature", "Music", "Art", "Work", "Everything", "Anything", "Man", "Mine")
+     "Nature", "Music", "Art", "Work", "Anything", "Man", "Mine")
 )  # fmt: skip
 _NOT_NAMES = frozenset(
     ("I", "Im", "Hey", "Hi", "Hello", "Wow", "Oh", "Yeah", "Yes", "No", "Thanks", "Thank",

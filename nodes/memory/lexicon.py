@@ -217,8 +217,7 @@ _EN_THINGS_SO = frozenset(
     "towers chapters containers matters answers powers centers centres rivers controllers "
     "banners flyers sweaters peppers colors colours doors floors mirrors flavors flavours "
     "tractors motors monitors markers waters trailers folders borders orders wonders dinners "
-    "summers winters corners headquarters plants restaurants ingredients events hours "
-    "stores teas toys games".split()
+    "summers winters corners headquarters plants restaurants ingredients events".split()
 )
 
 
