@@ -300,13 +300,12 @@ def find_relative(text: str, names: Iterable[str] = (), before: str = "") -> lis
             add(m.start(), m.end(), kind)  # type: ignore[arg-type]
     for m in en_places(text):
         add(m.start(), m.end(), "place")
-    things = bool(before) and only_things(before)
     for pattern in (EN_FIRST, EN_FIRST_PLURAL, EN_SECOND, EN_THIRD):
         for m in pattern.finditer(text):
             if bound_in_text(text, m.start()):
                 continue
-            if things and _EN_THEY.fullmatch(m.group(0)):
-                continue
+            if before and _EN_THEY.fullmatch(m.group(0)) and only_things(before):
+                continue  # read only for a "they" (most texts have none)
             add(m.start(), m.end(), "pronoun")
     if any("\u4e00" <= ch <= "\u9fff" for ch in text):
         for start, end, pronoun in zh_pronoun_tokens(text):
