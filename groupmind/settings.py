@@ -295,6 +295,14 @@ class Settings(BaseSettings):
         "latest checkpoint (~30 KB each, one per message); 0 keeps them all (time travel)",
     )
     auto_top_k: int = Field(default=3, ge=1, le=20, description="events injected per reply")
+    earlier_memories: int = Field(
+        default=3,
+        ge=0,
+        le=20,
+        description="a memory job that brings no recent messages is given this many memories "
+        "said just before it in its chat (one talk) as its recent talk, so its pronouns can "
+        "be resolved; 0: none",
+    )
 
     @field_validator("timezone")
     @classmethod

@@ -279,6 +279,7 @@ def tenant_deps(
             chat_rules=settings.chat_states,
             auto_top_k=settings.auto_top_k,
             reply_history=settings.reply_history,
+            earlier_memories=settings.earlier_memories,
         ),
         "model": model or model_of(settings),
         "process": process or Process(),

@@ -123,6 +123,8 @@ class Knobs:
     chat_rules: ChatRules = field(default_factory=ChatRules)
     auto_top_k: int = 3
     reply_history: int = 20  # a reply thread's history is pruned every this many runs (0: kept)
+    # a memory job that brings no recent messages reads this many said before it (0: none)
+    earlier_memories: int = 3
 
 
 @dataclass(frozen=True, kw_only=True)

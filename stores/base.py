@@ -221,6 +221,13 @@ class MemoryStore(EventStore, Protocol):
         list it yields, not written: the caller writes them in one ``upsert_many``."""
         ...
 
+    def said_before(
+        self, query: EventQuery, at: float, limit: int, excluding: str = ""
+    ) -> list[EventRecord]:
+        """Up to ``limit`` memories said just before ``at`` in the query's scope, in the same
+        talk, oldest first (``excluding`` one id: a job run again is not its own past)."""
+        ...
+
     def recalled(self, ids: Sequence[str], at: float | None = None) -> None:
         """These memories were recalled (into a reply, a tool's answer): they fade slower."""
         ...

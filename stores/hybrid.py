@@ -119,6 +119,8 @@ class KeywordSide(EventStore, Protocol):
 
     def seal(self, scope: ChatScope, persona_id: str) -> int: ...
 
+    def latest(self, query: EventQuery, limit: int, excluding: str = "") -> list[EventRecord]: ...
+
     def search(  # told the scope's members, it reads no scope statistics of its own
         self, query: EventQuery, members: ScopeMembers | None = None
     ) -> list[EventHit]: ...
@@ -238,6 +240,30 @@ class HybridEventStore:
 
     def upsert(self, event: EventRecord) -> None:
         self.upsert_many([event])
+
+    def said_before(
+        self, query: EventQuery, at: float, limit: int, excluding: str = ""
+    ) -> list[EventRecord]:
+        """Up to ``limit`` memories said just before ``at`` in the query's scope and talk (a
+        pause longer than ``Fusion.talk_gap_s`` ends a talk), oldest first; this block's
+        deferred writes count (a chat's backlog is written after its last job)."""
+        gap = self.fusion.talk_gap_s
+        window = replace(query, time_from=at - gap * limit, time_to=at)
+        stored = self.lexical.latest(window, limit, excluding)  # newest first
+        pending: list[EventRecord] = []
+        if (deferred := _DEFERRED.get()) is not None and deferred[0] is self:
+            pending = [e for e in deferred[1] if e.id != excluding and window.admits(e)]
+        # newest first: by time, then the later write (a pending one is later than any stored)
+        ranked = [((e.timestamp, 1, n), e) for n, e in enumerate(pending)]
+        ranked += [((e.timestamp, 0, -n), e) for n, e in enumerate(stored)]
+        talk: dict[str, EventRecord] = {}
+        last = at
+        for _, event in sorted(ranked, key=lambda r: r[0], reverse=True):
+            if last - event.timestamp > gap or len(talk) == limit:
+                break
+            talk.setdefault(event.id, event)
+            last = event.timestamp
+        return list(reversed(talk.values()))
 
     @contextmanager
     def deferred(self) -> Iterator[list[EventRecord]]:

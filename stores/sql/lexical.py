@@ -333,6 +333,18 @@ class SqlLexicalIndex:
             by_id = {row.id: _record(row) for row in rows}
         return [by_id[i] for i in ids if i in by_id]
 
+    def latest(self, query: EventQuery, limit: int, excluding: str = "") -> list[EventRecord]:
+        """The last ``limit`` events the query's scope and filters admit (its time range),
+        newest first: by event time, then write time."""
+        stmt = (
+            select(*(getattr(EventDocRow, c) for c in _RECORD))
+            .where(*_filters(query, self.bot), EventDocRow.id != excluding)
+            .order_by(EventDocRow.timestamp.desc(), EventDocRow.indexed_at.desc())
+            .limit(limit)
+        )
+        with self.reads.connect() as conn:
+            return [_record(row) for row in conn.execute(stmt)]
+
     def count(self, scope: ChatScope | None = None) -> int:
         query = select(func.count()).select_from(EventDocRow).where(mine(EventDocRow, self.bot))
         if scope is not None:

@@ -193,6 +193,16 @@ class EventDocRow(Tenant, Base):
             "timestamp",
         ),
         Index("ix_event_docs_user", "bot_id", "platform", "user_id"),
+        # the memories said just before one (a job's earlier talk, ``said_before``)
+        Index(
+            "ix_event_docs_scope_time",
+            "bot_id",
+            "platform",
+            "chat_type",
+            "chat_id",
+            "persona_id",
+            "timestamp",
+        ),
     )
 
     id: Mapped[str] = mapped_column(ID, primary_key=True)

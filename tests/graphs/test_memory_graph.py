@@ -227,3 +227,44 @@ def test_a_job_runs_the_variants_it_was_queued_with_wherever_it_runs(deps: Deps)
     out = run(with_chat(deps, chat), pinned, variants={"rewrite": "llm"})  # the job wins
     assert out["variants"]["rewrite"] == "rules" and out["variants"]["merge_profile"] == "rules"
     assert chat.prompts == []
+
+
+def talk(request_id: str, new_info: str, at: str, **changes: Any) -> dict[str, Any]:
+    """A member's own line as a job that brings no recent messages (an import, a caller of
+    the memory graph alone)."""
+    return job(request_id, action_summary="", new_info=new_info, timestamp=at, **changes)
+
+
+def test_a_job_with_no_recent_messages_reads_the_talk_before_it_in_its_own_chat(
+    deps: Deps,
+) -> None:
+    run(deps, talk("e1", "阿杰昨天升职了", "2026-11-16T10:00:00+08:00", user_id="10002",
+                   user_name="小红"), thread="e1")  # fmt: skip
+    out = run(deps, talk("e2", "他说周末请大家吃饭", "2026-11-16T10:01:00+08:00"), thread="e2")
+    assert out["status"] == "stored" and "阿杰" in out["text"] and "他" not in out["text"]
+    # what it answered is kept as such, as from a hand-off's recent messages
+    assert deps.events.get(["e2"])[0].context == "小红: 阿杰2026年11月15日升职了"
+    # another chat, another persona, a talk that ended an hour ago: nothing to stand for
+    for request_id, changes in (
+        ("o1", {"chat_id": "1002"}),
+        ("o2", {"persona_id": "meow"}),
+        ("o3", {"timestamp": "2026-11-16T11:30:00+08:00"}),
+    ):
+        line = talk(request_id, "他说周末请大家吃饭", "2026-11-16T10:01:00+08:00")
+        out = run(deps, {**line, **changes}, thread=request_id)
+        assert out["status"] == "degraded" and "阿杰" not in out["text"], request_id
+        assert deps.events.get([request_id])[0].context == ""
+
+
+def test_recent_messages_given_are_kept_and_the_earlier_talk_can_be_turned_off(
+    deps: Deps,
+) -> None:
+    run(deps, talk("e1", "阿杰昨天升职了", "2026-11-16T10:00:00+08:00", user_id="10002",
+                   user_name="小红"), thread="e1")  # fmt: skip
+    given = [{"user_name": "小刚", "user_id": "10003", "content": "老王昨天升职了"}]
+    line = talk("e2", "他说周末请大家吃饭", "2026-11-16T10:01:00+08:00", recent_messages=given)
+    out = run(deps, line, thread="e2")
+    assert "老王" in out["text"] and deps.events.get(["e2"])[0].context.startswith("小刚: ")
+    off = replace(deps, knobs=replace(deps.knobs, earlier_memories=0))
+    out = run(off, talk("e3", "他说周末请大家吃饭", "2026-11-16T10:02:00+08:00"), thread="e3")
+    assert out["status"] == "degraded" and deps.events.get(["e3"])[0].context == ""

