@@ -4,6 +4,7 @@ hybrid store over either, with a persistent Chroma or a Chroma server."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 
@@ -198,3 +199,25 @@ def test_a_bot_never_reads_writes_or_erases_another_bots_events(
     assert sorted(b.forget(ForgetTarget(platform="qq", chat=G1))) == ["e1", "e2"]
     assert [h.event.id for h in a.search(q("秘密 银行卡", top_k=10))] == ["e1"]
     assert a.count() == 1 and b.count() == 0
+
+
+def test_the_memories_said_before_a_time_are_the_scopes_and_the_bots_own(
+    make_store: Callable[[str], EventStore],
+) -> None:
+    """What a job with no recent messages reads as the talk before it: newest first from
+    SQL (``latest``), oldest first in one talk from the hybrid store (``said_before``)."""
+    store, other_bot = make_store("bot-a"), make_store("bot-b")
+    t = 1_763_258_700.0
+    for i, at, where in (("a", t - 120, {}), ("b", t - 60, {}), ("later", t + 60, {}),
+                         ("g2", t - 30, {"chat_id": "g2"}), ("meow", t - 30, {"persona_id": "meow"})):  # fmt: skip
+        store.upsert(event(i, f"{i}的话", timestamp=at, **where))
+    other_bot.upsert(event("theirs", "另一个机器人的", timestamp=t - 10))
+    scope = q("", persona_id="default")
+    if isinstance(store, HybridEventStore):
+        assert [e.id for e in store.said_before(scope, t, 5)] == ["a", "b"]
+        assert [e.id for e in store.said_before(scope, t, 5, excluding="b")] == ["a"]
+    else:
+        assert isinstance(store, SqlLexicalIndex)
+        window = replace(scope, time_to=t)
+        assert [e.id for e in store.latest(window, 5)] == ["b", "a"]
+        assert [e.id for e in store.latest(window, 1, excluding="b")] == ["a"]

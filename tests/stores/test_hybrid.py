@@ -727,3 +727,10 @@ def test_said_before_is_the_talk_before_a_time_in_scope_with_the_deferred_writes
         store.upsert(said("d", t - 10))
         assert ids(store.said_before(q(""), t, 3)) == ["b", "c", "d"]
     assert ids(pending) == ["d"] and ids(store.said_before(q(""), t, 3)) == ["a", "b", "c"]
+    other_bot = HybridEventStore(
+        ChromaEventVectors(chroma_client, embeddings, embeddings.name, bot="bot-b"),
+        SqlLexicalIndex(sqlite_engine, bot="bot-b"),
+        bot="bot-b",
+        load_in_background=False,
+    )  # the same chat id, another bot's
+    assert other_bot.said_before(q(""), t, 5) == []
