@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal
 
 from stores.text import tokenize_with_offsets
@@ -221,6 +222,7 @@ _EN_THINGS_SO = frozenset(
 )
 
 
+@lru_cache(maxsize=256)  # read for each "they", and again at each of the gate's attempts
 def only_things(talk: str) -> bool:
     """Whether ``talk`` speaks of many things and of no people, so that a "they" after it
     stands for things."""
