@@ -18,9 +18,7 @@ def _learned(lp: LearnedProfile) -> dict[str, Any]:
 
 def circle(deps: Deps, user_id: str, chat: ChatScope) -> list[Circle]:
     """Their ties with the others of the chat, every persona's (an operator's view)."""
-    query = EventQuery(text="", platform=chat.platform, chat_type=chat.chat_type,
-                       chat_id=chat.chat_id)  # fmt: skip
-    return deps.events.circle(query, user_id)
+    return deps.events.circle(EventQuery.within(chat), user_id)
 
 
 def profile_json(

@@ -146,6 +146,12 @@ class EventQuery:
         fade relative to ``at``, not the clock."""
         return cls(text=text, about=window_of(text, at), now=at.timestamp(), **fields)
 
+    @classmethod
+    def within(cls, scope: ChatScope, text: str = "", **fields: Any) -> EventQuery:
+        """A read of one chat's memories (a listing, not a question: no text by default)."""
+        return cls(text=text, platform=scope.platform, chat_type=scope.chat_type,
+                   chat_id=scope.chat_id, **fields)  # fmt: skip
+
     @property
     def scope(self) -> ChatScope:
         return ChatScope(platform=self.platform, chat_type=self.chat_type, chat_id=self.chat_id)

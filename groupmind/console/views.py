@@ -96,8 +96,7 @@ def memories(
     status, age, weight and source."""
     if not query.strip():
         return []
-    q = EventQuery(text=query, platform=scope.platform, chat_type=scope.chat_type,
-                   chat_id=scope.chat_id, persona_id=persona_id, top_k=top_k)  # fmt: skip
+    q = EventQuery.within(scope, query, persona_id=persona_id, top_k=top_k)
     hits = deps.events.search(q)
     return [event_row(deps, h.event, h.score) for h in hits]
 

@@ -30,15 +30,11 @@ JOB_FIELDS = tuple(MemoryJob.model_fields)
 def earlier_talk(job: MemoryJob, deps: Deps) -> list[RecentMessage]:
     """The memories said just before the job in its chat and persona, in one talk
     (``deps.knobs.earlier_memories`` at most), as the messages it came after."""
-    query = EventQuery(
-        text="",
-        platform=job.platform,
-        chat_type=job.chat_type,
-        chat_id=job.scope_chat_id,
-        persona_id=job.persona_id,
-    )
     earlier = deps.events.said_before(
-        query, job.when.timestamp(), deps.knobs.earlier_memories, excluding=job.request_id
+        EventQuery.within(job.scope, persona_id=job.persona_id),
+        job.when.timestamp(),
+        deps.knobs.earlier_memories,
+        excluding=job.request_id,
     )
     return [
         RecentMessage(

@@ -185,8 +185,7 @@ def make_tools(deps: ReplyDeps) -> list[BaseTool]:
             return _json({"error": "只能查看本聊天里的人的侧写"})
         view = profile_view(deps.profiles, target_id, here, deps.limits.profile_sharing)
         rel = view.relationship
-        chat = EventQuery(text="", platform=msg.platform, chat_type=msg.chat_type,
-                          chat_id=msg.scope_chat_id, persona_id=scoped.persona_id)  # fmt: skip
+        chat = EventQuery.within(here, persona_id=scoped.persona_id)
         return _json(
             {
                 "name": rel.user_name if rel else scoped.names.get(target_id, ""),
