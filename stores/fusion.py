@@ -140,12 +140,12 @@ class OtherWeights(Weights):
         description="what a memory that asks keeps of its score when it passes a share to its "
         "answer (``answers``)",
     )
-    # since memories are indexed under the talk before them (a job with no recent messages
-    # reads it, stop 62), one session crowds the rest out of a question asking for many:
-    # on LoCoMo's tuning half 0.8 gives every gold session in the top 10 0.360 -> 0.453 for
-    # R@5 0.732 -> 0.727 (docs/benchmarks/locomo.md, "Stop 62")
+    # since memories are indexed under the talk before them (stop 62) and answers are lifted
+    # beside their questions (stop 63), one session crowds the rest out of a question asking
+    # for many: on LoCoMo's tuning half 0.7 gives every gold session in the top 10 0.441 ->
+    # 0.472 for R@5 0.754 -> 0.755 (docs/benchmarks/locomo.md, "Stop 63")
     many: float = Field(
-        default=0.8,
+        default=0.7,
         gt=0,
         le=1,
         description="for a question asking for several things over time (``stores.many``): "
