@@ -125,8 +125,9 @@ class OtherWeights(Weights):
         "before and after it in its talk (a question and its answer find each other; "
         "empty: none)",
     )
-    # a question found asks; its answer is what helps: on LoCoMo's tuning half R@1 0.393 ->
-    # 0.471, R@5 0.726 -> 0.750 (docs/benchmarks/locomo.md, "Stop 63")
+    # a question the chat asked matches a question about it best, and holds no answer: on
+    # LoCoMo's tuning half R@1 0.393 -> 0.463, R@5 0.726 -> 0.754 (docs/benchmarks/locomo.md,
+    # "Stop 63")
     answers: float = Field(
         default=0.6,
         ge=0,
