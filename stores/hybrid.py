@@ -366,7 +366,7 @@ class HybridEventStore:
         if (w.around or w.answers) and members is not None and query.plain:
             timeline = Timeline.of(members, f.talk_gap_s)
             if w.answers:
-                self._to_answers(fused, timeline, records, w)
+                self._to_answers(fused, timeline, members, records, w)
             spread(fused, timeline, w.around, SPREAD_FROM)
         if (focus.user_ids and w.person) or (query.about and w.time):
             self._fetch(fused, records)
@@ -395,6 +395,7 @@ class HybridEventStore:
         self,
         fused: dict[str, float],
         timeline: Timeline,
+        members: ScopeMembers,
         records: dict[str, EventRecord],
         w: Weights,
     ) -> None:
@@ -403,15 +404,18 @@ class HybridEventStore:
         talking answers nothing (a user talking to the bot: its replies are kept with the
         messages they answer)."""
         top = [i for i, _ in sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:SPREAD_FROM]]
-        self._fetch(top, records)
-        asked = {
-            i: a for i in top if i in records and asks(records[i].text) and (a := timeline.after(i))
-        }
-        self._fetch(asked.values(), records)
+        self._fetch(top, records)  # their texts; who said what the scope's list knows
+
+        def speaker(event_id: str) -> str:
+            return members.said_by.get(event_id, ("", ""))[0]
+
         pairs = [
             (q, a)
-            for q, a in asked.items()
-            if a in records and records[a].user_id != records[q].user_id
+            for q in top
+            if q in records
+            and asks(records[q].text)
+            and (a := timeline.after(q)) is not None
+            and speaker(a) != speaker(q)
         ]
         answered(fused, pairs, w.answers, w.asking)
 
