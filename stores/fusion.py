@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.fields import FieldInfo
 
 from stores.script import has_cjk
 
@@ -90,20 +91,20 @@ class Weights(BaseModel):
     )
 
 
+def _default(name: str, default: object) -> Any:
+    """``Weights``' field ``name`` with another default (its bounds and description kept)."""
+    return FieldInfo.merge_field_infos(Weights.model_fields[name], default=default)
+
+
 class OtherWeights(Weights):
     """Weights for questions in other scripts (one field can be set alone). Chosen on
     LoCoMo's first five conversations (no neighbour turns); its last five and MemoryBank-en
     check them (docs/benchmarks/locomo.md, "Stop 59")."""
 
     # by score, with around: LoCoMo R@5 0.620 -> 0.703 (held-out half 0.691)
-    by: By = Field(
-        default="score",
-        description="`rank`: each side adds weight / (rrf_k + rank + 1); `score`: weight × "
-        "(score - its lowest candidate's) / the spread of its candidates' scores, and a lift "
-        "of 1 is one spread",
-    )
-    dense: float = Field(default=1.0, ge=0, description="weight of the dense (e5) ranking")
-    lexical: float = Field(default=1.25, ge=0, description="weight of the keyword (BM25) ranking")
+    by: By = _default("by", "score")
+    dense: float = _default("dense", 1.0)
+    lexical: float = _default("lexical", 1.25)
     person: float = Field(
         default=0.75, ge=0, description="the lift of memories of a person the question names"
     )
@@ -119,40 +120,17 @@ class OtherWeights(Weights):
     )
     # (0.4, 0.25) found more (R@5 0.707) but put the questions whose evidence spans
     # sessions below the dense side alone (0.333 against 0.336; docs/benchmarks/locomo.md)
-    around: tuple[float, ...] = Field(
-        default=(0.3, 0.2),
-        description="what share of a memory's score goes to the memories said 1, 2, ... "
-        "before and after it in its talk (a question and its answer find each other; "
-        "empty: none)",
-    )
+    around: tuple[float, ...] = _default("around", (0.3, 0.2))
     # a question the chat asked matches a question about it best, and holds no answer: on
     # LoCoMo's tuning half R@1 0.393 -> 0.463, R@5 0.726 -> 0.754 (docs/benchmarks/locomo.md,
     # "Stop 63")
-    answers: float = Field(
-        default=0.6,
-        ge=0,
-        description='what share of the score of a memory that asks ("What did you paint?") '
-        "goes to the memory said after it in its talk, its answer (0: none)",
-    )
-    asking: float = Field(
-        default=0.5,
-        gt=0,
-        le=1,
-        description="what a memory that asks keeps of its score when it passes a share to its "
-        "answer (``answers``)",
-    )
+    answers: float = _default("answers", 0.6)
+    asking: float = _default("asking", 0.5)
     # since memories are indexed under the talk before them (stop 62) and answers are lifted
     # beside their questions (stop 63), one session crowds the rest out of a question asking
     # for many: on LoCoMo's tuning half 0.7 gives every gold session in the top 10 0.441 ->
     # 0.472 for R@5 0.754 -> 0.755 (docs/benchmarks/locomo.md, "Stop 63")
-    many: float = Field(
-        default=0.7,
-        gt=0,
-        le=1,
-        description="for a question asking for several things over time (``stores.many``): "
-        "each further memory from a session already in the top k counts this much less "
-        "(1: off)",
-    )
+    many: float = _default("many", 0.7)
 
 
 class Fusion(BaseModel):
