@@ -51,7 +51,15 @@ from stores.fusion import Fusion
 from stores.text import terms
 
 KS = (1, 5, 10)
-SETS = ("people", "dialogre", "memorybank-cn", "memorybank-en", "statements", "dulemon")
+SETS = (
+    "people",
+    "dialogre",
+    "dialogre-en",
+    "memorybank-cn",
+    "memorybank-en",
+    "statements",
+    "dulemon",
+)
 console = Console()
 
 
@@ -62,6 +70,8 @@ def build_sets(names: list[str], limit: int | None, split: str) -> list[MemorySe
             out.append(people_set())
         elif name == "dialogre":
             out.append(dialogre_set(SHARED_DATA / "dialogre" / "cn" / f"{split}.json", limit))
+        elif name == "dialogre-en":
+            out.append(dialogre_set(SHARED_DATA / "dialogre" / "en" / f"{split}.json", limit, "en"))
         elif name == "statements":
             out.append(statements_set(SHARED_DATA / "dulemon-samples" / "samples.json"))
         elif name == "dulemon":

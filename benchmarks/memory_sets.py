@@ -12,6 +12,9 @@
   "between two people"), by a third person of the dialogue. Profile gold: the facts whose relation maps to a
   profile slot, "self" when the person says the answer themselves, "others" when only
   others do.
+- ``dialogre-en``: the same from DialogRE's English original (Friends transcripts; many
+  speakers to a scene), the questions asked in English ("How old is Emma?", "How do Joey
+  Tribbiani and Pheebs get along?"): English talk among many.
 - ``statements``: DuLeMon's persona entries (189 first-person statements: 我是巨蟹座,
   我在邮局工作, ...), each said once in a chat, against slot labels made here by hand
   (``benchmarks.dulemon_slots``): profile-slot recall and precision on self-statements.
@@ -186,6 +189,51 @@ PAIR_QUESTIONS = {
     "per:negative_impression": "{x}和{y}是不是闹矛盾了？",
 }
 PAIRS = "between two people"
+# The same questions in English, for DialogRE's English original (``dialogre-en``)
+QUESTIONS_EN = {
+    "per:title": "What does {x} do for a living?",
+    "per:age": "How old is {x}?",
+    "per:girl/boyfriend": "Who is {x} going out with?",
+    "per:spouse": "Who is {x} married to?",
+    "per:siblings": "Who are {x}'s brothers and sisters?",
+    "per:parents": "Who are {x}'s parents?",
+    "per:children": "Who are {x}'s children?",
+    "per:other_family": "Who are {x}'s relatives?",
+    "per:roommate": "Who does {x} live with?",
+    "per:friends": "Who are {x}'s friends?",
+    "per:place_of_residence": "Where does {x} live?",
+    "per:pet": "What pet does {x} have?",
+    "per:place_of_work": "Where does {x} work?",
+    "per:employee_or_member_of": "Which organisation is {x} part of?",
+    "per:origin": "Where is {x} from?",
+    "per:visited_place": "Where has {x} been?",
+    "per:boss": "Who is {x}'s boss?",
+    "per:subordinate": "Who works for {x}?",
+    "per:client": "Who is {x}'s client?",
+    "per:works": "What works has {x} made?",
+    "per:schools_attended": "Where did {x} go to school?",
+    "per:neighbor": "Who is {x}'s neighbour?",
+    "per:dates": "Who has {x} been on a date with?",
+    "per:positive_impression": "Who does {x} like?",
+    "per:negative_impression": "Who does {x} dislike?",
+    "per:acquaintance": "Who does {x} know?",
+}
+PAIR_QUESTIONS_EN = {
+    "per:girl/boyfriend": "What are {x} and {y} to each other?",
+    "per:spouse": "What are {x} and {y} to each other?",
+    "per:siblings": "What are {x} and {y} to each other?",
+    "per:parents": "What are {x} and {y} to each other?",
+    "per:children": "What are {x} and {y} to each other?",
+    "per:other_family": "Are {x} and {y} family?",
+    "per:roommate": "Do {x} and {y} live together?",
+    "per:friends": "How do {x} and {y} get along?",
+    "per:neighbor": "Are {x} and {y} neighbours?",
+    "per:boss": "Which of {x} and {y} is the boss?",
+    "per:subordinate": "Which of {x} and {y} is the boss?",
+    "per:dates": "Have {x} and {y} been on a date?",
+    "per:positive_impression": "What does {x} think of {y}?",
+    "per:negative_impression": "Have {x} and {y} fallen out?",
+}
 GROUPS = {
     "facts": ("title", "age", "pet", "works"),
     "places and organisations": ("place_of_residence", "origin", "visited_place",
@@ -215,15 +263,25 @@ def speaker_names(turns: list[str], facts: list[dict[str, Any]]) -> dict[str, st
     for f in facts:
         if "per:alternate_names" in f["r"] and f["x"].startswith("Speaker "):
             names.setdefault(f["x"], []).append(f["y"])
+
+    def uses(name: str) -> tuple[bool, int]:
+        if not name.isascii():
+            return True, text.count(name)
+        # English: a name, not a word inside others ("man" in "woman", "Hey, man")
+        return name[:1].isupper(), len(re.findall(rf"\b{re.escape(name)}\b", text))
+
     return {
-        speaker: max(options, key=lambda n: (text.count(n), -options.index(n)))
+        speaker: max(options, key=lambda n: (*uses(n), -options.index(n)))
         for speaker, options in names.items()
     }
 
 
-def dialogre_set(path: Path, limit: int | None) -> MemorySet:
+def dialogre_set(path: Path, limit: int | None, lang: str = "cn") -> MemorySet:
     data = json.loads(path.read_text())[:limit]
-    out = MemorySet("dialogre")
+    out = MemorySet("dialogre" if lang == "cn" else f"dialogre-{lang}")
+    questions, pair_questions = (
+        (QUESTIONS, PAIR_QUESTIONS) if lang == "cn" else (QUESTIONS_EN, PAIR_QUESTIONS_EN)
+    )
     day = START
     for d, (turns, facts) in enumerate(data):
         chat = f"friends-{d}"
@@ -246,7 +304,7 @@ def dialogre_set(path: Path, limit: int | None) -> MemorySet:
             recent.append({"user_id": uid, "user_name": name, "content": text})
             said.append((rid, speaker, text))
         day += timedelta(days=1)
-        seen: set[tuple[str, str]] = set()
+        seen: set[tuple[str, ...]] = set()
         for f in facts:
             x = names.get(f["x"], f["x"])
             y = names.get(f["y"], f["y"])
@@ -258,7 +316,7 @@ def dialogre_set(path: Path, limit: int | None) -> MemorySet:
                         out.kept.setdefault(rid, set()).add(y)
                 pair = (x, y, rel)
                 if (
-                    rel in PAIR_QUESTIONS
+                    rel in pair_questions
                     and gold
                     and pair not in seen
                     and len(gold) <= 5
@@ -270,17 +328,17 @@ def dialogre_set(path: Path, limit: int | None) -> MemorySet:
                     asker = next((s for _, s, _ in said if names.get(s) not in (x, y)), None)
                     if asker is not None:
                         out.questions.append(Question(
-                            PAIR_QUESTIONS[rel].format(x=x, y=y), chat,
+                            pair_questions[rel].format(x=x, y=y), chat,
                             f"{chat}-{asker.split()[1]}", names.get(asker, asker),
                             frozenset(gold), PAIRS,
                         ))  # fmt: skip
-                if rel in QUESTIONS and gold and (x, rel) not in seen and len(gold) <= 5:
+                if rel in questions and gold and (x, rel) not in seen and len(gold) <= 5:
                     seen.add((x, rel))
                     uid = f"{chat}-{f['x'].split()[1]}" if f["x"].startswith("Speaker ") else ""
                     asker = next((s for _, s, _ in said if s != f["x"]), "Speaker 1")
                     out.questions.append(
                         Question(
-                            QUESTIONS[rel].format(x=x),
+                            questions[rel].format(x=x),
                             chat,
                             f"{chat}-{asker.split()[1]}",
                             names.get(asker, asker),

@@ -19,7 +19,7 @@ from standins.services import unavailable
 @pytest.mark.timeout(900)  # the run's own time-out is 600 s
 def test_bench_memory_smoke(tmp_path: Path) -> None:
     public = (SHARED_DATA / "dialogre" / "cn" / "dev.json").exists()
-    sets = "people,statements,dialogre,memorybank-en" if public else "people"
+    sets = "people,statements,dialogre,dialogre-en,memorybank-en" if public else "people"
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks.memory", "--sets", sets, "--limit", "3",
          "--work-dir", str(tmp_path / "work"), "--out", str(tmp_path / "out")],
@@ -47,9 +47,29 @@ def test_bench_memory_smoke(tmp_path: Path) -> None:
         profiles = result["statements"]["profiles"]
         assert profiles["precision"] >= 0.9 and profiles["recall"]["self"] >= 0.6
         assert result["dialogre"]["ingest"]["jobs"] > 0
+        english = result["dialogre-en"]["retrieval"]["recall"]["groupmind"]["all"]
+        assert english["10"] >= english["5"] >= english["1"] > 0
         # a dated question ("On May 2nd, ...") finds its day: the window the reply path reads
         bank = result["memorybank-en"]["retrieval"]["recall"]["groupmind"]
         assert bank["dated"]["5"] == 1.0 and bank["all"]["5"] >= 0.8
+
+
+def test_dialogre_in_english_is_asked_in_english_of_the_people_by_their_names() -> None:
+    """DialogRE's English original beside the Chinese: the same questions in English, and a
+    speaker is named by the name the dialogue uses ("Joey Tribbiani"), not by a word that
+    also addresses him ("man", inside "woman" too)."""
+    from benchmarks.memory_sets import dialogre_set
+
+    path = SHARED_DATA / "dialogre" / "en" / "dev.json"
+    if not path.exists():  # public data, not a service: CI may lack it
+        pytest.skip(f"DialogRE is not at {SHARED_DATA} (GROUPMIND_SHARED_DATA)")
+    en = dialogre_set(path, 3, "en")
+    assert en.name == "dialogre-en" and en.questions
+    assert all(q.text.isascii() and q.text.endswith("?") for q in en.questions)
+    assert en.questions[0].text == "How do Joey Tribbiani and Pheebs get along?"
+    assert not any(" man " in q.text or q.asker_name == "man" for q in en.questions)
+    assert {j["user_name"] for j in en.jobs} >= {"Joey Tribbiani", "Pheebs"}
+    assert all(q.gold <= set(en.raw) for q in en.questions)
 
 
 def test_memorybank_questions_have_their_evidence() -> None:
