@@ -127,13 +127,10 @@ class OtherWeights(Weights):
     time: float = Field(
         default=1.0, ge=0, description='the lift of memories from the span it is about ("in May")'
     )
-    # LoCoMo has two speakers, so a name narrows little (docs/benchmarks/constants.md)
-    named: float = Field(
-        default=0.25,
-        ge=0,
-        description="for a question naming a member: the weight of one more dense ranking, "
-        "of the question with their names kept (0: off)",
-    )
+    # ``named`` is Chinese's 0.5 since stop 64: 0.25 was flat on LoCoMo (two speakers, a
+    # name narrows little); among DialogRE's three to eight, 0.5 gives its train split R@1 /
+    # R@5 / R@10 0.422 / 0.812 / 0.931 -> 0.429 / 0.814 / 0.935, LoCoMo's tuning half R@10
+    # 0.836 -> 0.839 at the same R@1 / R@5 (docs/benchmarks/memory.md, "Stop 64")
     # (0.4, 0.25) found more (R@5 0.707) but put the questions whose evidence spans
     # sessions below the dense side alone (0.333 against 0.336; docs/benchmarks/locomo.md)
     around: tuple[float, ...] = _default("around", (0.3, 0.2))
