@@ -101,14 +101,13 @@ def spread(
         fused[event_id] = fused.get(event_id, 0.0) + value
 
 
-def answered(
-    fused: dict[str, float], pairs: Iterable[tuple[str, str]], share: float, keep: float
-) -> None:
-    """Each memory that asks passes ``share`` of its score to what answered it (pairs of
-    question, answer) and keeps ``keep`` of it: "What pet does Melanie have?" is found by a
-    question about Melanie's pets, but holds no answer."""
+def answered(fused: dict[str, float], pairs: Iterable[tuple[str, str, float, float]]) -> None:
+    """Each memory that asks passes ``share`` of its score to what answered it and keeps
+    ``keep`` of it (question, answer, share, keep), all from the scores as they were: "What
+    pet does Melanie have?" is found by a question about Melanie's pets, but holds no
+    answer."""
     given: dict[str, float] = defaultdict(float)
-    for question, answer in pairs:
+    for question, answer, share, keep in pairs:
         given[answer] += share * fused[question]
         fused[question] *= keep
     for event_id, value in given.items():

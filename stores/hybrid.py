@@ -383,14 +383,14 @@ class HybridEventStore:
         ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
         if self.strength is not None and self.decay.weight:
             ranked = self._fade(ranked[: query.top_k * 4], query.now, w) + ranked[query.top_k * 4 :]
-        # the question's grammar is read only when the setting is on (off by default)
+        # the question's grammar is read only where a setting would act on it (English)
         many = (w.many < 1 or w.many_after < 1) and asks_for_many(query.text)
-        factor = min(f.diversity, w.many if many else 1.0)
-        if factor < 1 or many:
+        head = min(f.diversity, w.many if many else 1.0)
+        tail = min(f.diversity, w.many_after if many else 1.0)
+        if min(head, tail) < 1:
             pool = ranked[: query.top_k * 4]
             self._fetch([i for i, _ in pool], records)
-            tail = min(f.diversity, w.many_after) if many else None
-            best = diverse(pool, records, query.top_k, factor, tail)
+            best = diverse(pool, records, query.top_k, head, tail)
         else:
             best = ranked[: query.top_k]
         self._fetch([i for i, _ in best], records)
@@ -419,18 +419,18 @@ class HybridEventStore:
         def speaker(event_id: str) -> str:
             return members.said_by.get(event_id, ("", ""))[0]
 
-        pairs = [
-            (q, a)
-            for q in top
-            if q in records
-            and asks(records[q].text)
-            and (a := timeline.after(q)) is not None
-            and speaker(a) != speaker(q)
-        ]
-        what = [(q, a) for q, a in pairs if asks_what(records[q].text)]
-        whether = [pair for pair in pairs if pair not in what]
-        answered(fused, what, w.answers, w.asking)
-        answered(fused, whether, w.closed * w.answers, 1 - w.closed * (1 - w.asking))
+        whether = (w.closed * w.answers, 1 - w.closed * (1 - w.asking))
+        answered(
+            fused,
+            [
+                (q, a, *((w.answers, w.asking) if asks_what(records[q].text) else whether))
+                for q in top
+                if q in records
+                and asks(records[q].text)
+                and (a := timeline.after(q)) is not None
+                and speaker(a) != speaker(q)
+            ],
+        )
 
     def _lift(
         self,
