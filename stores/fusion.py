@@ -48,7 +48,8 @@ class Weights(BaseModel):
     between: float = Field(
         default=0.0,
         ge=0,
-        description="for a question naming two people or more: the lift of the memories of "
+        description="for a question naming two people or more of a group (``whole_chat``): "
+        "the lift of the memories of "
         "ties between them (one answering, naming, agreeing with the other; a relation "
         "stated), ranked as the other sides ranked them (0: off)",
     )
@@ -131,6 +132,11 @@ class OtherWeights(Weights):
     # name narrows little); among DialogRE's three to eight, 0.5 gives its train split R@1 /
     # R@5 / R@10 0.422 / 0.812 / 0.931 -> 0.429 / 0.814 / 0.935, LoCoMo's tuning half R@10
     # 0.836 -> 0.839 at the same R@1 / R@5 (docs/benchmarks/memory.md, "Stop 64")
+    # two people named among more (``Fusion.whole_chat``): their ties as one more side. On
+    # DialogRE-en train's 53 such questions R@1 / R@5 / R@10 0.377 / 0.906 / 0.981 (no
+    # spread alone) -> 0.415 / 0.849 / 0.981, dense alone 0.396 / 0.792 / 0.981
+    # (docs/benchmarks/memory.md, "Stop 65")
+    between: float = _default("between", 0.5)
     # (0.4, 0.25) found more (R@5 0.707) but put the questions whose evidence spans
     # sessions below the dense side alone (0.333 against 0.336; docs/benchmarks/locomo.md)
     around: tuple[float, ...] = _default("around", (0.3, 0.2))
@@ -203,6 +209,17 @@ class Fusion(BaseModel):
         ge=0,
         description="a question naming more people than this asks what passed between them: "
         "no person lift, their names are words on both sides (0: always lift)",
+    )
+
+    # a chat of two that a question names both of: LoCoMo's ten conversations are as before
+    whole_chat: float = Field(
+        default=0.99,
+        ge=0,
+        le=1,
+        description="a question naming people who said at least this share of the chat's "
+        "memories names the whole chat: the neighbours' spread and answers hold and no ties "
+        "are looked up (below it, the question asks what passed between them: no spread, and "
+        "their ties are one more side, ``between``)",
     )
 
     def weights_for(self, text: str) -> Weights:

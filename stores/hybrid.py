@@ -370,7 +370,10 @@ class HybridEventStore:
         f = self.fusion
         scored = [(hit.event.id, hit.score) for hit in keyword]
         fused = fuse(((w.dense, dense), (w.lexical, scored), (w.named, as_named)), w.by, f.rrf_k)
-        if (w.around or w.answers) and members is not None and query.plain:
+        # two people named among more: what passed between them is said to each other, not
+        # next to it (the turn before or after is often someone else's, to a third)
+        apart = bool(focus.between) and self._narrowed(focus.between, people)
+        if (w.around or w.answers) and members is not None and query.plain and not apart:
             timeline = Timeline.of(members, f.talk_gap_s)
             if w.answers:
                 self._to_answers(fused, timeline, members, records, w)
@@ -378,7 +381,7 @@ class HybridEventStore:
         if (focus.user_ids and w.person) or (query.about and w.time):
             self._fetch(fused, records)
             self._lift(fused, records, focus, people, query.about, w)
-        if focus.between and w.between:
+        if apart and w.between:
             self._between(fused, query, focus.between, w)
         ranked = sorted(fused.items(), key=lambda kv: (-kv[1], kv[0]))
         if self.strength is not None and self.decay.weight:
@@ -462,6 +465,11 @@ class HybridEventStore:
             if w.time and start <= event.timestamp < end:
                 fused[event_id] += w.time * lift_unit(w.by, f.rrf_k, spanned if ranked else 0)
                 spanned += 1
+
+    def _narrowed(self, user_ids: Collection[str], people: People) -> bool:
+        """Whether people named said less than ``Fusion.whole_chat`` of the chat's memories:
+        naming both of a chat of two names nobody in particular."""
+        return sum(people.share.get(u, 0.0) for u in user_ids) < self.fusion.whole_chat
 
     def _between(
         self, fused: dict[str, float], query: EventQuery, people: frozenset[str], w: Weights

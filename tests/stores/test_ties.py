@@ -100,6 +100,7 @@ def test_a_question_naming_two_people_finds_the_exchanges_between_them(
     for i in range(4):
         store.upsert(said(f"m{i}", "u1", "小明", f"小明说他第{i}次和同事去吃火锅"))
         store.upsert(said(f"h{i}", "u2", "小红", f"小红说她第{i}次和朋友去逛街"))
+        store.upsert(said(f"j{i}", "u3", "阿杰", f"阿杰说他第{i}次去健身房"))  # a group: not two
     store.upsert(said("x", "u1", "小明", "小明说周六一起去看电影吧，我请客", HONG))
     store.upsert(said("y", "u2", "小红", "小红说好呀，那我买爆米花", Tie("u1", "小明", "replied")))
     ask = query("小明和小红最近怎么样？")
