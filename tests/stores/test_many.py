@@ -50,10 +50,11 @@ def test_a_question_asking_for_many_reaches_every_session(
     def top(query: EventQuery) -> list[str]:
         return [hit.event.id for hit in store.search(query)]
 
-    assert "e4" not in top(asked)  # off by default: one session's four memories fill it
-    store.fusion = store.fusion.model_copy(
-        update={"other": store.fusion.other.model_copy(update={"many": 0.5})}
-    )
-    assert "e4" in top(asked)
+    assert "e4" in top(asked)  # English's default
+    built = store.fusion
+    off = built.other.model_copy(update={"many": 1.0})
+    store.fusion = built.model_copy(update={"other": off})
+    assert "e4" not in top(asked)  # off: one session's four memories fill it
+    store.fusion = built
     one = replace(asked, text="What did Anna say about the books about whales?")
     assert "e4" not in top(one)  # one fact: its session stays together
