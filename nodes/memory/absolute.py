@@ -252,9 +252,14 @@ def _sentence_start(text: str, index: int) -> bool:
     return not head or head[-1] in ".!?。！？\n"
 
 
+def _as(text: str) -> Callable[[re.Match[str]], str]:
+    return lambda _: text
+
+
 def _fix_agreement(text: str, scene: Scene) -> str:
     """ "Caroline am" -> "Caroline is": only right after the names we put in."""
     for name in {scene.speaker, scene.addressee}:
-        text = re.sub(rf"\b{re.escape(name)} am\b", f"{name} is", text)
-        text = re.sub(rf"\b{re.escape(name)} have\b", f"{name} has", text)
+        for verb, agreed in (("am", "is"), ("have", "has")):
+            # a function, not a template: a name like "\M" or "\1" is text, no escape
+            text = re.sub(rf"(?<!\w){re.escape(name)} {verb}\b", _as(f"{name} {agreed}"), text)
     return text

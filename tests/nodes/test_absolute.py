@@ -74,6 +74,14 @@ def test_english_pronouns_times_and_places(text: str, expected: str) -> None:
     assert absolutize(text, EN) == expected
 
 
+@pytest.mark.parametrize("name", ["\\Mia", "Jo\\1", "\\g<0>"])
+def test_a_name_with_a_backslash_is_text_not_a_template(name: str) -> None:
+    """Found by hypothesis: "I am" -> "<name> is" once failed with "bad escape \\M"."""
+    scene = Scene(when=MONDAY, speaker=name, addressee="Melanie", place_zh="群",
+                  place_en="the group chat Tech", names=(name, "Melanie"))  # fmt: skip
+    assert absolutize("I am tired, I have a cold", scene) == f"{name} is tired, {name} has a cold"
+
+
 def test_chinese_pronouns_follow_the_speaker_and_places_the_chat() -> None:
     out = absolutize("我们在这里聊过，你说我家的猫很可爱", ZH)
     assert out == "小明等人在技术交流群聊过，小爱说小明家的猫很可爱"
