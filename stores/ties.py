@@ -1,5 +1,6 @@
-"""Ties between the members of a chat, kept as memory: who answered, named, agreed with
-or argued with whom, and the relations they stated ("小红是我同事", "my wife Melanie").
+"""Ties between the members of a chat, kept as memory: who answered (by a reply or an @)
+or spoke next after whom, named, agreed with or argued with whom, and the relations they
+stated ("小红是我同事", "my wife Melanie").
 
 A tie is part of the memory that shows it (``EventRecord.ties``): it has that memory's
 scope and persona, its provenance is that memory, and it goes when the memory goes (a
@@ -12,8 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-TieKind = Literal["replied", "mentioned", "agreed", "argued", "stated"]
-KINDS: tuple[TieKind, ...] = ("replied", "mentioned", "agreed", "argued", "stated")
+TieKind = Literal["replied", "followed", "mentioned", "agreed", "argued", "stated"]
+KINDS: tuple[TieKind, ...] = ("replied", "followed", "mentioned", "agreed", "argued", "stated")
+# ties a question about two people searches: not ``followed`` (spoke next, with no reply or
+# @), which in a group is as often to a third person
+BETWEEN_KINDS: tuple[TieKind, ...] = tuple(k for k in KINDS if k != "followed")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """The ties a memory shows between its speaker and other members (``stores.ties``), by
-rule, offline: whom they answered (the reply or @ they sent, else the last other speaker
-before them), whom they named, whether they agreed or argued, and the relations they
-stated ("小红是我同事", "我和小红是室友", "my wife Melanie", "Jon and I are neighbours").
+rule, offline: whom they answered (the reply or @ they sent: ``replied``), else whom they
+spoke after (the last other speaker before them: ``followed``, a guess), whom they named,
+whether they agreed or argued, and the relations they stated ("小红是我同事", "我和小红是室友",
+"my wife Melanie", "Jon and I are neighbours").
 
 Pattern matching, honestly labelled: a tie says what the words show, never more; a name
 that is not a member of the chat makes no tie.
@@ -56,9 +57,11 @@ def ties_of(job: MemoryJob, people: Mapping[str, str], bot_id: str = "") -> tupl
     if not members or not said:
         return ()
     found: list[Tie] = []
-    answered = [uid for uid in job.to if uid in members] or _last_other(job, members)
-    for uid in answered:
-        found.append(Tie(uid, members[uid], "replied"))
+    # a reply or an @ says whom; speaking after someone is only a guess (``followed``)
+    replied = [uid for uid in job.to if uid in members]
+    how: TieKind = "replied" if replied else "followed"
+    for uid in replied or _last_other(job, members):
+        found.append(Tie(uid, members[uid], how))
         if kind := _stance(said):
             found.append(Tie(uid, members[uid], kind))
     forms = name_index(members.items())

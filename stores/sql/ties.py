@@ -13,7 +13,7 @@ from domain.scope import ForgetTarget
 from stores.base import EventQuery, EventRecord
 from stores.sql.covered import chunks, in_scope, mine
 from stores.sql.schema import EventTieRow
-from stores.ties import Circle
+from stores.ties import BETWEEN_KINDS, Circle
 
 MAX_EXCHANGES = 200  # the newest memories of ties between the people a question names
 
@@ -80,7 +80,12 @@ def exchanges(conn: Connection, bot: str, query: EventQuery, people: Collection[
         return []
     stmt = (
         select(EventTieRow.event_id)
-        .where(*_scoped(bot, query), EventTieRow.user_id.in_(ids), EventTieRow.other_id.in_(ids))
+        .where(
+            *_scoped(bot, query),
+            EventTieRow.user_id.in_(ids),
+            EventTieRow.other_id.in_(ids),
+            EventTieRow.kind.in_(BETWEEN_KINDS),
+        )
         .order_by(EventTieRow.timestamp.desc(), EventTieRow.event_id)
     )
     return list(dict.fromkeys(conn.execute(stmt).scalars()))[:MAX_EXCHANGES]

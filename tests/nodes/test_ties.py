@@ -39,11 +39,12 @@ def test_a_denied_relation_or_a_stranger_makes_no_stated_tie() -> None:
     assert Tie("u2", "小红", "mentioned") in named  # named, still
 
 
-def test_whom_they_answered_the_reply_they_sent_first_else_the_last_other_speaker() -> None:
+def test_whom_they_answered_the_reply_they_sent_first_else_whom_they_spoke_after() -> None:
     recent = [{"user_id": "u3", "user_name": "阿杰", "content": "周末爬山吗"},
               {"user_id": "u2", "user_name": "小红", "content": "我不去"}]  # fmt: skip
     last = ties_of(job("同意，太累了", recent_messages=recent), MEMBERS)
-    assert Tie("u2", "小红", "replied") in last and Tie("u2", "小红", "agreed") in last
+    assert Tie("u2", "小红", "followed") in last and Tie("u2", "小红", "agreed") in last
+    assert not any(t.kind == "replied" for t in last)  # no reply, no @: only a guess
     sent = ties_of(job("不对，上次你说要去", recent_messages=recent, to=["u3"]), MEMBERS)
     assert {(t.other_id, t.kind) for t in sent} == {("u3", "replied"), ("u3", "argued")}
 

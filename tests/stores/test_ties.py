@@ -52,6 +52,9 @@ def test_ties_are_their_chats_personas_and_bots_only(sqlite_engine: Engine) -> N
     assert mine.exchanges(query(chat_id="g2"), {"u1", "u2"}) == ["a2"]
     assert theirs.exchanges(query(), {"u1", "u2"}) == ["b1"]
     assert mine.exchanges(query(), {"u1"}) == []  # one person has no "between"
+    mine.upsert(said("a4", "u2", "小红", "嗯", Tie("u1", "小明", "followed")))
+    assert mine.exchanges(query(), {"u1", "u2"}) == ["a1"]  # spoke next: not an exchange
+    assert mine.circle(query(), "u2")[0].counts["followed"] == 1  # but in the circle
 
 
 def test_a_memory_written_again_keeps_one_set_of_ties_and_takes_them_when_it_goes(
