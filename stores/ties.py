@@ -11,13 +11,12 @@ them (``HybridEventStore``); a person's circle is their ties counted (``Circle``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 TieKind = Literal["replied", "followed", "mentioned", "agreed", "argued", "stated"]
-KINDS: tuple[TieKind, ...] = ("replied", "followed", "mentioned", "agreed", "argued", "stated")
 # ties a question about two people searches: not ``followed`` (spoke next, with no reply or
 # @), which in a group is as often to a third person
-BETWEEN_KINDS: tuple[TieKind, ...] = tuple(k for k in KINDS if k != "followed")
+BETWEEN_KINDS: tuple[TieKind, ...] = tuple(k for k in get_args(TieKind) if k != "followed")
 
 
 @dataclass(frozen=True)
