@@ -163,6 +163,16 @@ def asks(text: str) -> bool:
     return bool(_ASKS.search(_CAPTION.sub("", text).rstrip()))
 
 
+# a sentence and its end ("3.5" is no end: a full stop ends one before a space or the end)
+_SENTENCE = re.compile(r"(?:[^。！？!?…\n.]|\.(?=\S))+(?:[。！？!?…\n]|\.(?!\S))*[”\"」』）)]*\s*")
+
+
+def stated(text: str) -> str:
+    """A text without the sentences that ask ("你最喜欢哪些菜系？"): what it tells, not
+    what it asks for (a question holds no answer)."""
+    return "".join(s for s in _SENTENCE.findall(text) if not asks(s.rstrip('”"」』）) \n')))
+
+
 def asks_what(text: str) -> bool:
     """Whether the question a message ends with asks for something ("What did you paint?",
     "你去哪了？") rather than whether ("Is she marrying Chandler?", "你去了吗"): a yes-or-no

@@ -9,16 +9,17 @@ from langgraph.types import Overwrite
 
 from domain.scope import ChatScope, ForgetTarget
 from nodes.deps import Deps
-from nodes.memory.embed import embed, reply_context
+from nodes.memory.embed import embed, event_for, reply_context
 from nodes.memory.intake import intake, validate_job
 from nodes.memory.merge_profile import merge_profile_rules
 from nodes.memory.quality_gate import quality_gate, route_after_gate
 from nodes.memory.rewrite import render_rewrite_prompt, rewrite_llm, rewrite_rules
 from state.context import Context
 from state.validation import InputError
-from stores.base import Persona
+from stores.base import EventQuery, Persona
 from stores.script import has_cjk
-from tests.graphs.helpers import facts, job
+from stores.text import stated
+from tests.graphs.helpers import facts, job, run
 from tests.helpers.fakes import FakeChat
 
 
@@ -130,6 +131,37 @@ def test_embed_writes_one_event_with_its_scope(deps: Deps) -> None:
     )
     assert event.context == "小爱: 你什么时候出差？"
     assert deps.events.count() == 1
+
+
+def test_a_chinese_exchange_is_found_by_what_the_bot_told_not_what_it_asked(
+    deps: Deps,
+) -> None:
+    """The vector of a Chinese exchange holds the bot's answer beside the user's words:
+    "你给我推荐过什么书" finds the memory where it recommended one, not the thanks after
+    it; the bot's own question ("你喜欢什么菜？") is no part of it (it holds no answer)."""
+    told = "我回复了小明：“推荐你读余华的《活着》，写得很感人。你平时喜欢看什么类型的书？”"
+    exchanges = [
+        ("r1", "最近有点无聊，想找本书看看", told),
+        ("r2", "谢谢你的推荐，我这周就去书店", "我回复了小明：“不客气，有空再聊！”"),
+        ("r3", "我周末想学做饭", "我回复了小明：“好主意！你最喜欢吃什么菜呢？”"),
+    ]
+    for rid, said, action in exchanges:
+        run(deps, job(rid, new_info=said, action_summary=action), thread=rid)
+    (r1,) = deps.events.get(["r1"])
+    assert "活着" in r1.text  # the stored memory says it too
+    query = EventQuery(text="你给我推荐过什么书？", platform="qq", chat_type="group",
+                       chat_id="1001", persona_id="default", top_k=3, asker_id="10001",
+                       asker_name="小明")  # fmt: skip
+    assert [h.event.id for h in deps.events.search(query)][0] == "r1"
+    key = event_for({**state_for(deps, new_info="我周末想学做饭", action_summary=exchanges[2][2]),
+                     "text": "小明周末想学做饭"}).key  # fmt: skip
+    assert key == "小明：我周末想学做饭\n我回复了小明：“好主意！"
+
+
+def test_stated_keeps_what_a_text_tells() -> None:
+    assert stated("我推荐《活着》。你看过吗？还有《兄弟》！") == "我推荐《活着》。还有《兄弟》！"
+    assert stated("“你最喜欢哪个菜系？”") == ""
+    assert stated("Try the park. Have you been?") == "Try the park. "
 
 
 def test_reply_context_skips_the_users_own_messages(deps: Deps) -> None:
