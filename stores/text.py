@@ -167,10 +167,21 @@ def asks(text: str) -> bool:
 _SENTENCE = re.compile(r"(?:[^。！？!?…\n.]|\.(?=\S))+(?:[。！？!?…\n]|\.(?!\S))*[”\"」』）)]*\s*")
 
 
+_CLOSE = '”"」』）) \n'
+_OPEN_QUOTE = re.compile(r'[“「『"]')
+
+
 def stated(text: str) -> str:
     """A text without the sentences that ask ("你最喜欢哪些菜系？"): what it tells, not
     what it asks for (a question holds no answer)."""
-    return "".join(s for s in _SENTENCE.findall(text) if not asks(s.rstrip('”"」』）) \n')))
+    return "".join(s for s in _SENTENCE.findall(text) if not asks(s.rstrip(_CLOSE)))
+
+
+def asked(text: str) -> list[str]:
+    """The sentences of a text that ask, bare (no quote marks or what comes before one):
+    'I replied: “Great! What do you like?”' -> ["What do you like?"]."""
+    bare = (s.rstrip(_CLOSE) for s in _SENTENCE.findall(text))
+    return [_OPEN_QUOTE.split(s)[-1].strip() for s in bare if asks(s)]
 
 
 def asks_what(text: str) -> bool:

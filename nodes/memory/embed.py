@@ -15,7 +15,7 @@ from state.memory import MemoryJob, MemoryState, current_job
 from state.slots import EmbedWrites
 from stores.base import EventRecord
 from stores.script import has_cjk
-from stores.text import stated
+from stores.text import asked, stated
 
 MAX_CONTEXT_CHARS = 300
 
@@ -30,17 +30,21 @@ def reply_context(job: MemoryJob) -> tuple[str, str]:
     return "", ""
 
 
-def words_key(name: str, said: str, action: str = "") -> str:
-    """What a memory's vector is made of, when not its rewrite: Chinese words as said,
+def words_key(name: str, said: str, action: str = "", text: str = "") -> str:
+    """What a memory's vector is made of, when not its text. Chinese: the words as said,
     under the speaker's name (e5 reads "name：words" best, and a rewrite can misplace a
-    他 the words hold right), then what the bot told in answer, without what it asked:
-    "你推荐过什么书" is about its answer, and its question holds none (MemoryBank-cn,
-    docs/benchmarks/memory.md, "Stop 66"). English keeps the rewrite: on LoCoMo the words
-    as said (I, you) put the dense side alone at R@5 0.386 against 0.494."""
-    if not (said and has_cjk(said)):
-        return ""
-    told = stated(action)
-    return f"{name}：{said}\n{told}" if told else f"{name}：{said}"
+    他 the words hold right), then what the bot told in answer. English: the rewrite (on
+    LoCoMo the words as said, I and you, put the dense side alone at R@5 0.386 against
+    0.494). Neither holds what the bot asked: "你推荐过什么书" is about its answer, and
+    "What kind of cuisine do you like?" holds none, so it drew questions to the exchange
+    before the user's answer (MemoryBank, docs/benchmarks/memory.md, "Stop 66")."""
+    if said and has_cjk(said):
+        told = stated(action)
+        return f"{name}：{said}\n{told}" if told else f"{name}：{said}"
+    kept = text
+    for question in asked(action):
+        kept = kept.replace(question, " ")
+    return " ".join(kept.split()) if kept != text else ""
 
 
 def event_for(
@@ -68,7 +72,7 @@ def event_for(
         context=context,
         context_user_id=context_user_id,
         importance=importance(state["text"], said, names),
-        key=words_key(job.user_name, said, job.action_summary),
+        key=words_key(job.user_name, said, job.action_summary, state["text"]),
         said=said,
         ties=ties_of(job, people, bot_id),
     )

@@ -18,7 +18,7 @@ from state.context import Context
 from state.validation import InputError
 from stores.base import EventQuery, Persona
 from stores.script import has_cjk
-from stores.text import stated
+from stores.text import asked, stated
 from tests.graphs.helpers import facts, job, run
 from tests.helpers.fakes import FakeChat
 
@@ -158,10 +158,29 @@ def test_a_chinese_exchange_is_found_by_what_the_bot_told_not_what_it_asked(
     assert key == "小明：我周末想学做饭\n我回复了小明：“好主意！"
 
 
+def test_an_english_exchange_is_not_found_by_the_question_the_bot_asked(deps: Deps) -> None:
+    """The bot asking "What kind of cuisine do you like?" holds no answer: the exchange
+    that answers it comes first for "What kind of cuisine do I like?"."""
+    exchanges = [
+        ("r1", "I have been learning to cook lately",
+         "I replied to Lucy: “Cooking is a fun skill! What kind of cuisine do you like?”"),
+        ("r2", "Spicy food from Sichuan, the hotter the better", "I replied to Lucy: “Great!”"),
+    ]  # fmt: skip
+    for rid, said, action in exchanges:
+        run(deps, job(rid, user_name="Lucy", new_info=said, action_summary=action), thread=rid)
+    (r1,) = deps.events.get(["r1"])
+    assert "What kind of cuisine do you like?" in r1.text  # stored as said, only not a key
+    query = EventQuery(text="What kind of cuisine do I like?", platform="qq",
+                       chat_type="group", chat_id="1001", persona_id="default", top_k=2,
+                       asker_id="10001", asker_name="Lucy")  # fmt: skip
+    assert [h.event.id for h in deps.events.search(query)][0] == "r2"
+
+
 def test_stated_keeps_what_a_text_tells() -> None:
     assert stated("我推荐《活着》。你看过吗？还有《兄弟》！") == "我推荐《活着》。还有《兄弟》！"
     assert stated("“你最喜欢哪个菜系？”") == ""
     assert stated("Try the park. Have you been?") == "Try the park. "
+    assert asked("I replied: “Great! What do you like? Go on.”") == ["What do you like?"]
 
 
 def test_reply_context_skips_the_users_own_messages(deps: Deps) -> None:
