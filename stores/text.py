@@ -163,8 +163,9 @@ def asks(text: str) -> bool:
     return bool(_ASKS.search(_CAPTION.sub("", text).rstrip()))
 
 
-# a sentence and its end ("3.5" is no end: a full stop ends one before a space or the end)
-_SENTENCE = re.compile(r"(?:[^。！？!?…\n.]|\.(?=\S))+(?:[。！？!?…\n]|\.(?!\S))*[”\"」』）)]*\s*")
+# a sentence and its end ("3.5" is no end: a full stop ends one before a space or the end);
+# every character is in one, so the sentences found make up the text
+_SENTENCE = re.compile(r"(?:[^。！？!?…\n.]|\.(?=\S))*(?:[。！？!?…\n]|\.(?!\S))*[”\"」』）)]*\s*")
 
 
 _CLOSE = '”"」』）) \n'
@@ -181,7 +182,8 @@ def asked(text: str) -> list[str]:
     """The sentences of a text that ask, bare (no quote marks or what comes before one):
     'I replied: “Great! What do you like?”' -> ["What do you like?"]."""
     bare = (s.rstrip(_CLOSE) for s in _SENTENCE.findall(text))
-    return [_OPEN_QUOTE.split(s)[-1].strip() for s in bare if asks(s)]
+    found = (_OPEN_QUOTE.split(s)[-1].strip() for s in bare if asks(s))
+    return [s for s in found if s]  # never "": a caller may replace what it returns
 
 
 def asks_what(text: str) -> bool:

@@ -33,7 +33,7 @@ def reply_context(job: MemoryJob) -> tuple[str, str]:
 def words_key(name: str, said: str, action: str = "", text: str = "") -> str:
     """What a memory's vector is made of, when not its text. Chinese: the words as said,
     under the speaker's name (e5 reads "name：words" best, and a rewrite can misplace a
-    他 the words hold right), then what the bot told in answer. English: the rewrite (on
+    他 the words hold right), then what the bot told in answer. Else the rewrite (on
     LoCoMo the words as said, I and you, put the dense side alone at R@5 0.386 against
     0.494). Neither holds what the bot asked: "你推荐过什么书" is about its answer, and
     "What kind of cuisine do you like?" holds none, so it drew questions to the exchange

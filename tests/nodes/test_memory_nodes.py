@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from langgraph.types import Overwrite
 
 from domain.scope import ChatScope, ForgetTarget
@@ -181,6 +183,16 @@ def test_stated_keeps_what_a_text_tells() -> None:
     assert stated("“你最喜欢哪个菜系？”") == ""
     assert stated("Try the park. Have you been?") == "Try the park. "
     assert asked("I replied: “Great! What do you like? Go on.”") == ["What do you like?"]
+
+
+@given(st.text(alphabet='ab 你？?。.!“”"[]吗\n', max_size=40))
+def test_what_a_text_asks_is_in_it_and_never_empty(text: str) -> None:
+    """A bot's reply is any text: each question found is a piece of it (the key replaces
+    it in the rewrite: an empty one would split every character), and what it states is
+    all of it exactly when it asks nothing."""
+    assert all(q and q in text for q in asked(text))
+    told = stated(text)
+    assert len(told) <= len(text) and (told == text) == (not asked(text))
 
 
 def test_reply_context_skips_the_users_own_messages(deps: Deps) -> None:
