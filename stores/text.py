@@ -172,13 +172,13 @@ _CLOSE = '”"」』）) \n'
 _OPEN_QUOTE = re.compile(r'[“「『"]')
 
 
-def stated(text: str) -> str:
+def without_questions(text: str) -> str:
     """A text without the sentences that ask ("你最喜欢哪些菜系？"): what it tells, not
     what it asks for (a question holds no answer)."""
     return "".join(s for s in _SENTENCE.findall(text) if not asks(s.rstrip(_CLOSE)))
 
 
-def asked(text: str) -> list[str]:
+def questions_in(text: str) -> list[str]:
     """The sentences of a text that ask, bare (no quote marks or what comes before one):
     'I replied: “Great! What do you like?”' -> ["What do you like?"]."""
     bare = (s.rstrip(_CLOSE) for s in _SENTENCE.findall(text))

@@ -15,7 +15,7 @@ from state.memory import MemoryJob, MemoryState, current_job
 from state.slots import EmbedWrites
 from stores.base import EventRecord
 from stores.script import has_cjk
-from stores.text import asked, stated
+from stores.text import questions_in, without_questions
 
 MAX_CONTEXT_CHARS = 300
 
@@ -30,8 +30,8 @@ def reply_context(job: MemoryJob) -> tuple[str, str]:
     return "", ""
 
 
-def words_key(name: str, said: str, action: str = "", text: str = "") -> str:
-    """What a memory's vector is made of, when not its text. Chinese: the words as said,
+def vector_key(job: MemoryJob, said: str, text: str) -> str:
+    """What a memory's vector is made of, when not its ``text``. Chinese: the words as said,
     under the speaker's name (e5 reads "name：words" best, and a rewrite can misplace a
     他 the words hold right), then what the bot told in answer. Else the rewrite (on
     LoCoMo the words as said, I and you, put the dense side alone at R@5 0.386 against
@@ -39,11 +39,12 @@ def words_key(name: str, said: str, action: str = "", text: str = "") -> str:
     "What kind of cuisine do you like?" holds none, so it drew questions to the exchange
     before the user's answer (MemoryBank, docs/benchmarks/memory.md, "Stop 66")."""
     if said and has_cjk(said):
-        told = stated(action)
-        return f"{name}：{said}\n{told}" if told else f"{name}：{said}"
+        told = without_questions(job.action_summary)
+        return f"{job.user_name}：{said}\n{told}" if told else f"{job.user_name}：{said}"
     kept = text
-    for question in asked(action):
-        kept = kept.replace(question, " ")
+    for question in questions_in(job.action_summary):
+        # once: the bot's words come first in the rewrite; the user may ask the same
+        kept = kept.replace(question, " ", 1)
     return " ".join(kept.split()) if kept != text else ""
 
 
@@ -72,7 +73,7 @@ def event_for(
         context=context,
         context_user_id=context_user_id,
         importance=importance(state["text"], said, names),
-        key=words_key(job.user_name, said, job.action_summary, state["text"]),
+        key=vector_key(job, said, state["text"]),
         said=said,
         ties=ties_of(job, people, bot_id),
     )

@@ -20,7 +20,7 @@ from state.context import Context
 from state.validation import InputError
 from stores.base import EventQuery, Persona
 from stores.script import has_cjk
-from stores.text import asked, stated
+from stores.text import questions_in, without_questions
 from tests.graphs.helpers import facts, job, run
 from tests.helpers.fakes import FakeChat
 
@@ -140,7 +140,7 @@ def test_a_chinese_exchange_is_found_by_what_the_bot_told_not_what_it_asked(
 ) -> None:
     """The vector of a Chinese exchange holds the bot's answer beside the user's words:
     "你给我推荐过什么书" finds the memory where it recommended one, not the thanks after
-    it; the bot's own question ("你喜欢什么菜？") is no part of it (it holds no answer)."""
+    it; the bot's own question ("你最喜欢吃什么菜呢？") is no part of it (it holds no answer)."""
     told = "我回复了小明：“推荐你读余华的《活着》，写得很感人。你平时喜欢看什么类型的书？”"
     exchanges = [
         ("r1", "最近有点无聊，想找本书看看", told),
@@ -176,13 +176,23 @@ def test_an_english_exchange_is_not_found_by_the_question_the_bot_asked(deps: De
                        chat_type="group", chat_id="1001", persona_id="default", top_k=2,
                        asker_id="10001", asker_name="Lucy")  # fmt: skip
     assert [h.event.id for h in deps.events.search(query)][0] == "r2"
+    echo = state_for(deps, user_name="Lucy", new_info="What do you like?",
+                     action_summary="I replied to Lucy: “Nice. What do you like?”")  # fmt: skip
+    rewrite = "the assistant replied to Lucy: “Nice. What do you like?”. What do you like?"
+    # the bot's question goes; the same words asked by the user stay
+    assert event_for({**echo, "text": rewrite}).key == (
+        "the assistant replied to Lucy: “Nice. ”. What do you like?"
+    )
 
 
-def test_stated_keeps_what_a_text_tells() -> None:
-    assert stated("我推荐《活着》。你看过吗？还有《兄弟》！") == "我推荐《活着》。还有《兄弟》！"
-    assert stated("“你最喜欢哪个菜系？”") == ""
-    assert stated("Try the park. Have you been?") == "Try the park. "
-    assert asked("I replied: “Great! What do you like? Go on.”") == ["What do you like?"]
+def test_without_questions_keeps_what_a_text_tells() -> None:
+    assert (
+        without_questions("我推荐《活着》。你看过吗？还有《兄弟》！")
+        == "我推荐《活着》。还有《兄弟》！"
+    )
+    assert without_questions("“你最喜欢哪个菜系？”") == ""
+    assert without_questions("Try the park. Have you been?") == "Try the park. "
+    assert questions_in("I replied: “Great! What do you like? Go on.”") == ["What do you like?"]
 
 
 @given(st.text(alphabet='ab 你？?。.!“”"[]吗\n', max_size=40))
@@ -190,9 +200,9 @@ def test_what_a_text_asks_is_in_it_and_never_empty(text: str) -> None:
     """A bot's reply is any text: each question found is a piece of it (the key replaces
     it in the rewrite: an empty one would split every character), and what it states is
     all of it exactly when it asks nothing."""
-    assert all(q and q in text for q in asked(text))
-    told = stated(text)
-    assert len(told) <= len(text) and (told == text) == (not asked(text))
+    assert all(q and q in text for q in questions_in(text))
+    told = without_questions(text)
+    assert len(told) <= len(text) and (told == text) == (not questions_in(text))
 
 
 def test_reply_context_skips_the_users_own_messages(deps: Deps) -> None:
